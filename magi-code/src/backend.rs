@@ -1,0 +1,181 @@
+//! The workers behind the engine: one initialization worker, one session/history worker, and
+//! cleanup. Every worker runs on its own thread; a panic is caught at the thread boundary and
+//! reported as a safe code.
+
+use crate::cancel::Cancel;
+use crate::startup::{self, LaunchEnv, Runtime};
+use io_driver::{Backend, EventSink};
+use protocol_core::{ErrorCode, OpOutcome, Request, RequestId, WorkerCommand, WorkerEvent};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// State shared between workers.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// The admitted runtime, once initialization succeeded.
+    pub runtime: Mutex<Option<Runtime>>,
+}
+
+struct Running {
+    cancel: Arc<Cancel>,
+    handle: JoinHandle<()>,
+}
+
+/// The backend that `serve --stdio` runs.
+pub struct Workers {
+    env: LaunchEnv,
+    shared: Arc<Shared>,
+    init: Option<Running>,
+    op: Option<(RequestId, Running)>,
+    finished: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Workers for a child launched with `env`.
+    #[must_use]
+    pub fn new(env: LaunchEnv) -> Self {
+        Self {
+            env,
+            shared: Arc::new(Shared::default()),
+            init: None,
+            op: None,
+            finished: Vec::new(),
+        }
+    }
+
+    fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Option<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(f)
+            .ok()
+    }
+
+    fn start_init(&mut self, capabilities: Vec<String>, sink: &EventSink) {
+        let cancel = Arc::new(Cancel::default());
+        let (env, shared, c, s) = (
+            self.env.clone(),
+            self.shared.clone(),
+            cancel.clone(),
+            sink.clone(),
+        );
+        let handle = Self::spawn("mc-init", move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| startup::run(&env, &c, &capabilities)));
+            let ev = match outcome {
+                Ok(Ok((runtime, view))) => {
+                    *shared
+                        .runtime
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(runtime);
+                    WorkerEvent::InitReady { view }
+                }
+                Ok(Err(f)) => WorkerEvent::InitFailed {
+                    code: f.code,
+                    provider: None,
+                    model: None,
+                    context_id: f.context_id,
+                },
+                Err(_) => WorkerEvent::InitFailed {
+                    code: ErrorCode::StartupFailed,
+                    provider: None,
+                    model: None,
+                    context_id: None,
+                },
+            };
+            s.send(ev);
+        });
+        match handle {
+            Some(handle) => self.init = Some(Running { cancel, handle }),
+            None => {
+                sink.send(WorkerEvent::InitFailed {
+                    code: ErrorCode::StartupFailed,
+                    provider: None,
+                    model: None,
+                    context_id: None,
+                });
+            }
+        }
+    }
+
+    fn start_op(&mut self, id: RequestId, request: Request, sink: &EventSink) {
+        let cancel = Arc::new(Cancel::default());
+        let (c, s, shared, rid) = (
+            cancel.clone(),
+            sink.clone(),
+            self.shared.clone(),
+            id.clone(),
+        );
+        let handle = Self::spawn("mc-op", move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| crate::ops::run(&shared, &c, &request)))
+                .unwrap_or(Err(ErrorCode::ExecutionFailed));
+            let (outcome, view) = match outcome {
+                Ok((v, view)) => (OpOutcome::Result(v), view),
+                Err(code) => (OpOutcome::Error(code), None),
+            };
+            s.send(WorkerEvent::OpDone {
+                id: rid,
+                outcome,
+                view,
+            });
+        });
+        match handle {
+            Some(handle) => {
+                if let Some((_, old)) = self.op.replace((id, Running { cancel, handle })) {
+                    self.finished.push(old.handle);
+                }
+            }
+            None => {
+                sink.send(WorkerEvent::OpDone {
+                    id,
+                    outcome: OpOutcome::Error(ErrorCode::Busy),
+                    view: None,
+                });
+            }
+        }
+    }
+
+    fn cleanup(&mut self, sink: &EventSink) {
+        let mut handles: Vec<JoinHandle<()>> = std::mem::take(&mut self.finished);
+        if let Some(r) = self.init.take() {
+            r.cancel.cancel();
+            handles.push(r.handle);
+        }
+        if let Some((_, r)) = self.op.take() {
+            r.cancel.cancel();
+            handles.push(r.handle);
+        }
+        let s = sink.clone();
+        let joined = Self::spawn("mc-cleanup", move || {
+            for h in handles {
+                let _ = h.join();
+            }
+            s.send(WorkerEvent::CleanupDone);
+        });
+        if joined.is_none() {
+            // Thread exhaustion: leave resources to process exit rather than block the loop.
+            sink.send(WorkerEvent::CleanupDone);
+        }
+    }
+}
+
+impl Backend for Workers {
+    fn handle(&mut self, cmd: WorkerCommand, sink: &EventSink) {
+        match cmd {
+            WorkerCommand::StartInit { capabilities } => self.start_init(capabilities, sink),
+            WorkerCommand::CancelStartup => {
+                if let Some(r) = &self.init {
+                    r.cancel.cancel();
+                }
+            }
+            WorkerCommand::StartOp { id, request } => self.start_op(id, request, sink),
+            WorkerCommand::CancelOp { id } => {
+                if let Some((op_id, r)) = &self.op {
+                    if *op_id == id {
+                        r.cancel.cancel();
+                    }
+                }
+            }
+            WorkerCommand::Cleanup => self.cleanup(sink),
+        }
+    }
+}

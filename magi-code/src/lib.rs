@@ -1,0 +1,10 @@
+//! The magi-code backend: `serve --stdio` and everything behind it.
+
+pub mod backend;
+pub mod cancel;
+pub mod cli;
+pub mod ops;
+pub mod redact;
+pub mod serve;
+pub mod settings;
+pub mod startup;

@@ -1,0 +1,55 @@
+//! The `magi-code` binary.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "magi-code",
+    version,
+    about = "A coding-agent backend for editor and desktop frontends"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the magi-code.local-agent protocol on stdin/stdout pipes (`serve --stdio`).
+    Serve {
+        /// Required: serve over the inherited stdio pipes.
+        #[arg(long)]
+        stdio: bool,
+    },
+    /// Run a short real client exchange against `serve --stdio` and print the frames.
+    Demo,
+    /// Replay a captured trace through the engine and report differences.
+    Replay {
+        /// The trace file (JSONL, see docs/trace-format.md).
+        file: PathBuf,
+    },
+}
+
+fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "serve") {
+        // Exactly `serve --stdio`: anything else exits 2 before any runtime side effect.
+        if args.len() != 3 || args[2] != "--stdio" {
+            eprintln!("usage: magi-code serve --stdio");
+            std::process::exit(2);
+        }
+        if io_driver::launch_check().is_err() {
+            eprintln!("magi-code serve --stdio: stdin and stdout must be pipes");
+            std::process::exit(2);
+        }
+        std::process::exit(magi_code::serve::serve());
+    }
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Cmd::Serve { .. } => 2,
+        Cmd::Demo => magi_code::cli::demo(),
+        Cmd::Replay { file } => magi_code::cli::replay(&file),
+    };
+    std::process::exit(code);
+}

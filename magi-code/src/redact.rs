@@ -1,0 +1,78 @@
+//! Deciding whether a name is safe to show: bounded, free of control characters, and not
+//! shaped like a credential.
+
+/// Longest provider/model name returned on the wire.
+pub const NAME_BYTES: usize = 256;
+
+const SECRET_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_",
+    "pk_",
+    "rk_",
+    "xox",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "Bearer ",
+    "bearer ",
+    "Basic ",
+    "-----BEGIN",
+    "eyJ",
+];
+
+/// Whether `s` looks like a credential: a known token prefix, or a long run of base64-like
+/// characters mixing letters and digits.
+#[must_use]
+pub fn is_secret_like(s: &str) -> bool {
+    if SECRET_PREFIXES.iter().any(|p| s.contains(p)) {
+        return true;
+    }
+    s.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')))
+        .any(|run| {
+            run.len() >= 32
+                && run.bytes().any(|b| b.is_ascii_digit())
+                && run.bytes().any(|b| b.is_ascii_alphabetic())
+        })
+}
+
+/// The name itself if it may be shown, else `None` (over 256 bytes, empty, control-bearing or
+/// secret-like).
+#[must_use]
+pub fn safe_name(s: &str) -> Option<String> {
+    let ok = !s.is_empty()
+        && s.len() <= NAME_BYTES
+        && !s.chars().any(char::is_control)
+        && !is_secret_like(s);
+    ok.then(|| s.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(safe_name("scripted").as_deref(), Some("scripted"));
+        assert_eq!(
+            safe_name("claude-sonnet-4-5-20250929").as_deref(),
+            Some("claude-sonnet-4-5-20250929")
+        );
+        assert_eq!(
+            safe_name("meta-llama/Meta-Llama-3.1-8B-Instruct-Q4_K_M").is_some(),
+            true
+        );
+        assert_eq!(safe_name(&"m".repeat(256)).is_some(), true);
+        assert_eq!(safe_name(&"m".repeat(257)), None);
+        assert_eq!(safe_name("sk-ant-api03-abcdef"), None);
+        assert_eq!(safe_name("a\u{7}b"), None);
+        assert_eq!(safe_name("a\nb"), None);
+        assert_eq!(safe_name("Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg"), None);
+        assert_eq!(safe_name(""), None);
+    }
+}

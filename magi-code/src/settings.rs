@@ -1,0 +1,447 @@
+//! Settings: global `MC_HOME/settings.json` and project `<cwd>/.magi/settings.json`, strictly
+//! validated (unknown keys, wrong types, out-of-range values → `configuration_invalid`), merged
+//! with project precedence except MCP approval, which only global settings grant.
+
+use protocol_core::json::parse_strict;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+/// Largest settings file read.
+pub const SETTINGS_FILE_BYTES: u64 = 1 << 20;
+/// Providers in all, built-ins included.
+pub const MAX_PROVIDERS: usize = 32;
+/// Longest scripted startup delay.
+pub const MAX_STARTUP_DELAY_MS: u64 = 10_000;
+/// The built-in providers.
+pub const BUILTIN_PROVIDERS: [&str; 3] = ["anthropic", "openai", "scripted"];
+
+/// A settings problem; reported as `configuration_invalid` without detail on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid(pub &'static str);
+
+type R<T> = Result<T, Invalid>;
+
+/// Tool policy per class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Run without asking.
+    Allow,
+    /// Ask the client; deny on expiry.
+    Ask,
+    /// Never run.
+    Deny,
+}
+
+/// A configured OpenAI-compatible provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompatProvider {
+    /// Base URL of the API (`…/v1`).
+    pub base_url: String,
+    /// Environment variable holding its key, if it needs one.
+    pub api_key_env: Option<String>,
+}
+
+/// An MCP server definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The canonical definition (sorted keys, `enabled` excluded) as JSON text.
+    pub canonical: String,
+    /// Whether the merged settings enable it.
+    pub enabled: bool,
+}
+
+/// Merged, validated settings of one child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Selected provider.
+    pub provider: String,
+    /// Selected model.
+    pub model: String,
+    /// Requested effort (`default` means no override).
+    pub effort: String,
+    /// `providers.catalog.enabled` (`provider/model`).
+    pub catalog_enabled: Vec<String>,
+    /// `providers.scripted.script`.
+    pub scripted_script: Option<String>,
+    /// `providers.scripted.startup_delay_ms`.
+    pub startup_delay_ms: u64,
+    /// `base_url` overrides of the built-in HTTP providers.
+    pub builtin_base_urls: BTreeMap<String, String>,
+    /// Configured OpenAI-compatible providers.
+    pub compat: BTreeMap<String, CompatProvider>,
+    /// Additional instruction files.
+    pub instructions: Vec<String>,
+    /// MCP servers by name.
+    pub mcp_servers: BTreeMap<String, McpServer>,
+    /// SHA-256 digests of approved canonical definitions (global settings only).
+    pub mcp_approved: Vec<String>,
+    /// Policy for reading tools.
+    pub tool_read: Policy,
+    /// Policy for writing tools.
+    pub tool_write: Policy,
+    /// Policy for the shell tool.
+    pub tool_shell: Policy,
+    /// Retention of old sessions in days (0 disables pruning).
+    pub retention_days: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            provider: "scripted".into(),
+            model: "echo".into(),
+            effort: "default".into(),
+            catalog_enabled: Vec::new(),
+            scripted_script: None,
+            startup_delay_ms: 0,
+            builtin_base_urls: BTreeMap::new(),
+            compat: BTreeMap::new(),
+            instructions: Vec::new(),
+            mcp_servers: BTreeMap::new(),
+            mcp_approved: Vec::new(),
+            tool_read: Policy::Allow,
+            tool_write: Policy::Ask,
+            tool_shell: Policy::Ask,
+            retention_days: 30,
+        }
+    }
+}
+
+/// Reads a settings file: missing → `None`; unreadable, oversized, not strict JSON, or not an
+/// object → invalid.
+pub fn read_file(path: &Path) -> R<Option<Map<String, Value>>> {
+    let file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) => return Err(Invalid("unreadable")),
+    };
+    let meta = file.metadata().map_err(|_| Invalid("unreadable"))?;
+    if !meta.is_file() {
+        return Err(Invalid("not a file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(SETTINGS_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| Invalid("unreadable"))?;
+    if bytes.len() as u64 > SETTINGS_FILE_BYTES {
+        return Err(Invalid("too large"));
+    }
+    let (value, dups) = parse_strict(&bytes).map_err(|_| Invalid("not JSON"))?;
+    if !dups.top.is_empty() || dups.nested {
+        return Err(Invalid("duplicate key"));
+    }
+    match value {
+        Value::Object(m) => Ok(Some(m)),
+        _ => Err(Invalid("not an object")),
+    }
+}
+
+fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
+    let m = v.as_object().ok_or(Invalid("not an object"))?;
+    if m.keys().all(|k| allowed.contains(&k.as_str())) {
+        Ok(m)
+    } else {
+        Err(Invalid("unknown key"))
+    }
+}
+
+fn string(v: &Value) -> R<String> {
+    match v.as_str() {
+        Some(s) if !s.is_empty() && s.len() <= 4096 && !s.chars().any(char::is_control) => {
+            Ok(s.to_owned())
+        }
+        _ => Err(Invalid("bad string")),
+    }
+}
+
+fn strings(v: &Value) -> R<Vec<String>> {
+    v.as_array()
+        .ok_or(Invalid("not an array"))?
+        .iter()
+        .map(string)
+        .collect()
+}
+
+fn policy(v: &Value) -> R<Policy> {
+    match v.as_str() {
+        Some("allow") => Ok(Policy::Allow),
+        Some("ask") => Ok(Policy::Ask),
+        Some("deny") => Ok(Policy::Deny),
+        _ => Err(Invalid("bad policy")),
+    }
+}
+
+fn is_provider_name(s: &str) -> bool {
+    protocol_core::ids::is_id_grammar(s)
+}
+
+/// Deep-merges `over` into `base`: objects merge key by key, anything else replaces.
+fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Validates the shape of one settings object (global or project) on its own.
+fn check_shape(m: &Map<String, Value>) -> R<()> {
+    let top = Value::Object(m.clone());
+    obj(
+        &top,
+        &[
+            "provider",
+            "model",
+            "effort",
+            "providers",
+            "instructions",
+            "mcp",
+            "tools",
+            "retention_days",
+        ],
+    )?;
+    Ok(())
+}
+
+/// Loads, validates and merges global and project settings.
+pub fn load(
+    global: Option<Map<String, Value>>,
+    project: Option<Map<String, Value>>,
+) -> R<Settings> {
+    let global = global.unwrap_or_default();
+    let project = project.unwrap_or_default();
+    check_shape(&global)?;
+    check_shape(&project)?;
+    // Each file must be valid on its own, so a typo in either surfaces.
+    interpret(&global)?;
+    interpret(&project)?;
+    let mut merged = global.clone();
+    merge(&mut merged, &project);
+    let mut s = interpret(&merged)?;
+    // Only global settings can approve an MCP server definition.
+    s.mcp_approved = match global.get("mcp").and_then(|m| m.get("approved")) {
+        Some(v) => strings(v)?,
+        None => Vec::new(),
+    };
+    Ok(s)
+}
+
+fn interpret(m: &Map<String, Value>) -> R<Settings> {
+    let mut s = Settings::default();
+    if let Some(v) = m.get("provider") {
+        s.provider = string(v)?;
+    }
+    if let Some(v) = m.get("model") {
+        s.model = string(v)?;
+    }
+    if s.provider.len() > 256 || s.model.len() > 256 {
+        return Err(Invalid("name too long"));
+    }
+    if let Some(v) = m.get("effort") {
+        s.effort = match v.as_str() {
+            Some(e @ ("default" | "low" | "medium" | "high" | "xhigh" | "max")) => e.to_owned(),
+            _ => return Err(Invalid("bad effort")),
+        };
+    }
+    if let Some(v) = m.get("providers") {
+        let p = v.as_object().ok_or(Invalid("providers"))?;
+        for (name, cfg) in p {
+            match name.as_str() {
+                "catalog" => {
+                    let c = obj(cfg, &["enabled"])?;
+                    if let Some(e) = c.get("enabled") {
+                        s.catalog_enabled = strings(e)?;
+                        if !s.catalog_enabled.iter().all(|x| {
+                            x.split_once('/')
+                                .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
+                        }) {
+                            return Err(Invalid("catalog entry"));
+                        }
+                    }
+                }
+                "scripted" => {
+                    let c = obj(cfg, &["script", "startup_delay_ms"])?;
+                    if let Some(v) = c.get("script") {
+                        s.scripted_script = Some(string(v)?);
+                    }
+                    if let Some(v) = c.get("startup_delay_ms") {
+                        s.startup_delay_ms = v
+                            .as_u64()
+                            .filter(|d| *d <= MAX_STARTUP_DELAY_MS)
+                            .ok_or(Invalid("startup_delay_ms"))?;
+                    }
+                }
+                "anthropic" | "openai" => {
+                    let c = obj(cfg, &["base_url"])?;
+                    if let Some(v) = c.get("base_url") {
+                        s.builtin_base_urls.insert(name.clone(), string(v)?);
+                    }
+                }
+                other => {
+                    if !is_provider_name(other) {
+                        return Err(Invalid("provider name"));
+                    }
+                    let c = obj(cfg, &["kind", "base_url", "api_key_env"])?;
+                    if c.get("kind").and_then(Value::as_str) != Some("openai-compatible") {
+                        return Err(Invalid("provider kind"));
+                    }
+                    let base_url = string(c.get("base_url").ok_or(Invalid("base_url"))?)?;
+                    let api_key_env = c.get("api_key_env").map(string).transpose()?;
+                    s.compat.insert(
+                        other.to_owned(),
+                        CompatProvider {
+                            base_url,
+                            api_key_env,
+                        },
+                    );
+                }
+            }
+        }
+        if s.compat.len() + BUILTIN_PROVIDERS.len() > MAX_PROVIDERS {
+            return Err(Invalid("too many providers"));
+        }
+    }
+    if let Some(v) = m.get("instructions") {
+        s.instructions = strings(v)?;
+    }
+    if let Some(v) = m.get("mcp") {
+        let c = obj(v, &["servers", "approved"])?;
+        if let Some(servers) = c.get("servers") {
+            let servers = servers.as_object().ok_or(Invalid("mcp servers"))?;
+            for (name, def) in servers {
+                if !is_provider_name(name) {
+                    return Err(Invalid("mcp server name"));
+                }
+                let d = obj(def, &["command", "args", "env", "enabled"])?;
+                string(d.get("command").ok_or(Invalid("mcp command"))?)?;
+                if let Some(a) = d.get("args") {
+                    a.as_array()
+                        .ok_or(Invalid("mcp args"))?
+                        .iter()
+                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp arg")))?;
+                }
+                if let Some(e) = d.get("env") {
+                    e.as_object()
+                        .ok_or(Invalid("mcp env"))?
+                        .values()
+                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp env value")))?;
+                }
+                let enabled = match d.get("enabled") {
+                    None => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Err(Invalid("mcp enabled")),
+                };
+                let mut canon = d.clone();
+                canon.remove("enabled");
+                canon.insert("name".into(), Value::String(name.clone()));
+                // serde_json's Map is a BTreeMap here: keys serialize sorted.
+                let canonical = serde_json::to_string(&canon).map_err(|_| Invalid("mcp"))?;
+                s.mcp_servers
+                    .insert(name.clone(), McpServer { canonical, enabled });
+            }
+        }
+        if let Some(a) = c.get("approved") {
+            s.mcp_approved = strings(a)?;
+        }
+    }
+    if let Some(v) = m.get("tools") {
+        let t = obj(v, &["shell", "write", "read"])?;
+        if let Some(p) = t.get("read") {
+            s.tool_read = policy(p)?;
+        }
+        if let Some(p) = t.get("write") {
+            s.tool_write = policy(p)?;
+        }
+        if let Some(p) = t.get("shell") {
+            s.tool_shell = policy(p)?;
+        }
+    }
+    if let Some(v) = m.get("retention_days") {
+        s.retention_days = v
+            .as_u64()
+            .filter(|d| *d <= 36_500)
+            .ok_or(Invalid("retention_days"))?;
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn m(v: Value) -> Option<Map<String, Value>> {
+        v.as_object().cloned()
+    }
+
+    #[test]
+    fn defaults() {
+        let s = load(None, None).unwrap();
+        assert_eq!(
+            (s.provider.as_str(), s.model.as_str()),
+            ("scripted", "echo")
+        );
+    }
+
+    #[test]
+    fn project_wins_except_approval() {
+        let g = m(
+            json!({"model":"script","providers":{"scripted":{"script":"/a"}},"mcp":{"approved":["x"]}}),
+        );
+        let p = m(
+            json!({"model":"echo","providers":{"scripted":{"startup_delay_ms":5}},"mcp":{"approved":["y"]}}),
+        );
+        let s = load(g, p).unwrap();
+        assert_eq!(s.model, "echo");
+        assert_eq!(s.scripted_script.as_deref(), Some("/a"));
+        assert_eq!(s.startup_delay_ms, 5);
+        assert_eq!(s.mcp_approved, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn rejections() {
+        assert!(load(m(json!({"modle":"x"})), None).is_err());
+        assert!(load(None, m(json!({"effort":"huge"}))).is_err());
+        assert!(load(
+            m(json!({"providers":{"scripted":{"startup_delay_ms":10001}}})),
+            None
+        )
+        .is_err());
+        assert!(load(
+            m(json!({"providers":{"scripted":{"startup_delay_ms":10000}}})),
+            None
+        )
+        .is_ok());
+        assert!(load(m(json!({"tools":{"shell":"maybe"}})), None).is_err());
+        assert!(load(
+            m(json!({"providers":{"x":{"kind":"other","base_url":"u"}}})),
+            None
+        )
+        .is_err());
+        assert!(load(m(json!({"retention_days":-1})), None).is_err());
+        let many: Map<String, Value> = (0..30)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    json!({"kind":"openai-compatible","base_url":"http://127.0.0.1/v1"}),
+                )
+            })
+            .collect();
+        assert!(load(m(json!({"providers": many})), None).is_err());
+        let ok: Map<String, Value> = (0..29)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    json!({"kind":"openai-compatible","base_url":"http://127.0.0.1/v1"}),
+                )
+            })
+            .collect();
+        assert!(load(m(json!({"providers": ok})), None).is_ok());
+    }
+}
