@@ -63,11 +63,8 @@ mod tests {
             safe_name("claude-sonnet-4-5-20250929").as_deref(),
             Some("claude-sonnet-4-5-20250929")
         );
-        assert_eq!(
-            safe_name("meta-llama/Meta-Llama-3.1-8B-Instruct-Q4_K_M").is_some(),
-            true
-        );
-        assert_eq!(safe_name(&"m".repeat(256)).is_some(), true);
+        assert!(safe_name("meta-llama/Meta-Llama-3.1-8B-Instruct-Q4_K_M").is_some());
+        assert!(safe_name(&"m".repeat(256)).is_some());
         assert_eq!(safe_name(&"m".repeat(257)), None);
         assert_eq!(safe_name("sk-ant-api03-abcdef"), None);
         assert_eq!(safe_name("a\u{7}b"), None);
