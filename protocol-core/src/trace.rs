@@ -182,6 +182,10 @@ pub fn replay(text: &str) -> Report {
     let mut children: BTreeMap<String, Child> = BTreeMap::new();
     for (i, l) in lines {
         let line = i + 1;
+        // Several children appending to one capture file each write a header.
+        if serde_json::from_str::<Header>(l).is_ok() {
+            continue;
+        }
         let rec: Record = match serde_json::from_str(l) {
             Ok(r) => r,
             Err(_) => {
