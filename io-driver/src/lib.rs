@@ -263,31 +263,7 @@ impl Loop {
                 }
             }
             let mut progress = false;
-            // 2. The one ordered writer.
-            while writable {
-                let Some(pending) = self.engine.pending_write() else {
-                    break;
-                };
-                match tx.write(pending) {
-                    Ok(n) => {
-                        if self.recorder.is_some() {
-                            let b = Bytes::from_slice(&pending[..n]);
-                            self.rec(now, Step::Out { bytes: b });
-                        }
-                        self.engine.handle_written(n, now);
-                        progress = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable = false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        self.rec(now, Step::OutError);
-                        self.engine.handle_output_error(now);
-                        writable = false;
-                        progress = true;
-                    }
-                }
-            }
-            // 3. Reads, only while the engine has room (flow control).
+            // 2. Reads, only while the engine has room (flow control).
             while readable && input_open && self.engine.wants_input() {
                 match rx.read(&mut buf) {
                     Ok(0) => {
@@ -316,6 +292,30 @@ impl Loop {
                         self.rec(now, Step::Eof);
                         self.engine.handle_eof(now);
                         let _ = self.poll.registry().deregister(rx);
+                        progress = true;
+                    }
+                }
+            }
+            // 3. The one ordered writer, after reads so one write carries many frames.
+            while writable {
+                let Some(pending) = self.engine.pending_write() else {
+                    break;
+                };
+                match tx.write(pending) {
+                    Ok(n) => {
+                        if self.recorder.is_some() {
+                            let b = Bytes::from_slice(&pending[..n]);
+                            self.rec(now, Step::Out { bytes: b });
+                        }
+                        self.engine.handle_written(n, now);
+                        progress = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable = false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        self.rec(now, Step::OutError);
+                        self.engine.handle_output_error(now);
+                        writable = false;
                         progress = true;
                     }
                 }

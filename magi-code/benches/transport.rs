@@ -1,1 +1,267 @@
-fn main() {}
+//! Transport benchmark: prints one table.
+//!
+//! - spawn → `initialize` response latency (median of many spawns), with the floor's
+//!   spawn → first response beside it;
+//! - pipelined `status` round trips per second over real pipes, against the floor program
+//!   (`mc-floor`: read a line, parse it with serde_json, write a fixed response);
+//! - peak resident memory while fed 1 GiB of malformed lines, and while fed an oversize line.
+//!
+//! Run: `cargo bench -p magi-code --bench transport` (set `MC_BENCH_QUICK=1` for a short run).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
+const FLOOR: &str = env!("CARGO_BIN_EXE_mc-floor");
+
+fn req(id: &str, method: &str, params: &str) -> String {
+    format!(
+        r#"{{"protocol":"magi-code.local-agent","version":1,"id":"{id}","method":"{method}","params":{params}}}"#
+    ) + "\n"
+}
+
+fn spawn(bin: &str, home: &std::path::Path) -> Child {
+    let mut c = Command::new(bin);
+    if bin == SERVER {
+        c.args(["serve", "--stdio"]);
+    }
+    c.env("MC_HOME", home)
+        .current_dir(home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn")
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Spawn → first response line, in ms.
+fn startup(bin: &str, runs: usize) -> Vec<f64> {
+    let init = req(
+        "r1",
+        "initialize",
+        r#"{"required_capabilities":["status","shutdown"]}"#,
+    );
+    (0..runs)
+        .map(|_| {
+            let home = tempfile::tempdir().unwrap();
+            let t0 = Instant::now();
+            let mut child = spawn(bin, home.path());
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(init.as_bytes()).unwrap();
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            assert!(
+                line.contains("\"id\":\"r1\"") || bin == FLOOR,
+                "initialize answered"
+            );
+            drop(stdin);
+            let _ = child.wait();
+            ms
+        })
+        .collect()
+}
+
+/// Round trips per second for `n` pipelined requests after initialize.
+fn throughput(bin: &str, n: usize) -> f64 {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = spawn(bin, home.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
+    stdin
+        .write_all(req("init", "initialize", r#"{"required_capabilities":[]}"#).as_bytes())
+        .unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let batch: String = (0..n)
+        .map(|i| req(&format!("s{i}"), "status", "{}"))
+        .collect();
+    let t0 = Instant::now();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(batch.as_bytes()).unwrap();
+        stdin
+    });
+    let mut got = 0;
+    let mut buf = Vec::new();
+    while got < n {
+        buf.clear();
+        if out.read_until(b'\n', &mut buf).unwrap() == 0 {
+            break;
+        }
+        got += 1;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    assert_eq!(got, n, "every request answered");
+    drop(writer.join().unwrap());
+    let _ = child.wait();
+    n as f64 / secs
+}
+
+/// Waits for `child` and returns its exit code and peak resident set (KiB) from `wait4`.
+fn wait_rusage(child: Child) -> (i32, u64) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data filled by the kernel; the pid is our own child, not yet reaped.
+    #[allow(unsafe_code)]
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::wait4(pid, &mut status, 0, &mut ru);
+        ru
+    };
+    std::mem::forget(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, ru.ru_maxrss as u64)
+}
+
+/// Feeds `total` bytes of malformed lines (responses read concurrently); returns the peak RSS
+/// (VmHWM, KiB) and the time taken.
+fn malformed_memory(total: usize) -> (u64, f64, usize) {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = spawn(SERVER, home.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    stdin
+        .write_all(req("init", "initialize", r#"{"required_capabilities":[]}"#).as_bytes())
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut lines = 0usize;
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+        }
+        lines
+    });
+    // Four kinds of 65,000-byte lines, each within the frame bound: broken JSON, invalid
+    // UTF-8, nesting over 32, and a valid non-object.
+    let mut kinds: Vec<Vec<u8>> = Vec::new();
+    let mut broken = b"{\"protocol\":\"".to_vec();
+    broken.resize(65_000, b'a');
+    kinds.push(broken);
+    let mut utf = vec![b'x'; 65_000];
+    utf[100] = 0xff;
+    kinds.push(utf);
+    let mut deep = vec![b'['; 40];
+    deep.resize(65_000, b' ');
+    kinds.push(deep);
+    let mut arr = b"[\"".to_vec();
+    arr.resize(64_998, b'z');
+    arr.extend_from_slice(b"\"]");
+    kinds.push(arr);
+    for k in &mut kinds {
+        k.push(b'\n');
+    }
+    let t0 = Instant::now();
+    let mut sent = 0usize;
+    let mut lines = 0usize;
+    while sent < total {
+        let k = &kinds[lines % kinds.len()];
+        stdin.write_all(k).unwrap();
+        sent += k.len();
+        lines += 1;
+    }
+    stdin
+        .write_all(req("bye", "shutdown", "{}").as_bytes())
+        .unwrap();
+    drop(stdin);
+    let answered = reader.join().unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    let (code, peak) = wait_rusage(child);
+    assert_eq!(code, 0, "clean shutdown");
+    assert!(answered > lines, "every malformed line answered");
+    (peak, secs, lines)
+}
+
+/// Feeds one oversize line of `total` bytes; returns the peak RSS seen (KiB) and exit code.
+fn oversize_memory(total: usize) -> (u64, i32, usize) {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = spawn(SERVER, home.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    let mut sent = 0;
+    while sent < total {
+        if stdin.write_all(&chunk).is_err() {
+            break; // The child closed after byte 65,537, as it must.
+        }
+        sent += chunk.len();
+    }
+    drop(stdin);
+    let (code, peak) = wait_rusage(child);
+    (peak, code, sent)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing useful either.
+    let quick = std::env::var_os("MC_BENCH_QUICK").is_some();
+    let spawns = if quick { 10 } else { 60 };
+    let rounds = if quick { 3 } else { 11 };
+    let n = 4_000; // stays under the 4,096 request IDs of one child
+
+    let mut s_server = startup(SERVER, spawns);
+    let mut s_floor = startup(FLOOR, spawns);
+    let mut t_server: Vec<f64> = Vec::new();
+    let mut t_floor: Vec<f64> = Vec::new();
+    // Interleave so both see the same machine conditions.
+    for _ in 0..rounds {
+        t_server.push(throughput(SERVER, n));
+        t_floor.push(throughput(FLOOR, n));
+    }
+    let total = if quick { 64 << 20 } else { 1 << 30 };
+    let (rss_malformed, secs, lines) = malformed_memory(total);
+    let (rss_oversize, code, accepted) = oversize_memory(if quick { 64 << 20 } else { 1 << 30 });
+
+    let ms = median(&mut s_server);
+    let floor_ms = median(&mut s_floor);
+    let tp = median(&mut t_server);
+    let tpf = median(&mut t_floor);
+    println!();
+    println!("| measure | magi-code | floor | target | verdict |");
+    println!("| --- | ---: | ---: | --- | --- |");
+    println!(
+        "| spawn → initialize response, median of {spawns} (p90) | {ms:.2} ms ({:.2}) | {floor_ms:.2} ms ({:.2}) | < 10 ms | {} |",
+        pct(&mut s_server, 0.9),
+        pct(&mut s_floor, 0.9),
+        if ms < 10.0 { "met" } else { "MISSED" }
+    );
+    println!(
+        "| pipelined status round trips/s, {n} per child, median of {rounds} | {tp:.0} | {tpf:.0} | ≥ 70% of floor | {:.0}% {} |",
+        100.0 * tp / tpf,
+        if tp >= 0.7 * tpf { "met" } else { "MISSED" }
+    );
+    println!(
+        "| peak RSS fed {} MiB of malformed lines ({lines} lines, {:.0} MiB/s) | {:.1} MiB | – | < 16 MiB | {} |",
+        total >> 20,
+        (total >> 20) as f64 / secs,
+        rss_malformed as f64 / 1024.0,
+        if rss_malformed < 16 * 1024 { "met" } else { "MISSED" }
+    );
+    println!(
+        "| peak RSS offered one {} MiB oversize line ({} MiB accepted by the pipe before exit {code}) | {:.1} MiB | – | < 16 MiB | {} |",
+        total >> 20,
+        accepted >> 20,
+        rss_oversize as f64 / 1024.0,
+        if rss_oversize < 16 * 1024 && code == 1 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+}

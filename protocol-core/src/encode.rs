@@ -40,6 +40,15 @@ pub fn result(buf: &mut Vec<u8>, instance_id: &str, seq: u64, rid: &RequestId, r
     buf.push(b'}');
 }
 
+/// A response whose result is already serialized JSON.
+pub fn result_raw(buf: &mut Vec<u8>, instance_id: &str, seq: u64, rid: &RequestId, result: &[u8]) {
+    head(buf, "response", instance_id, seq);
+    id(buf, Some(rid));
+    buf.extend_from_slice(b",\"result\":");
+    buf.extend_from_slice(result);
+    buf.push(b'}');
+}
+
 /// A response with a code-only error.
 pub fn error(
     buf: &mut Vec<u8>,

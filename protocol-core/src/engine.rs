@@ -120,6 +120,9 @@ pub struct Engine {
     op: Option<PendingOp>,
     eof: bool,
     incomplete_pending: bool,
+    /// The serialized `status` result, rebuilt only when state or view changes: `status` is
+    /// the hot path of a polling client.
+    status_cache: Option<Vec<u8>>,
 }
 
 impl Engine {
@@ -141,6 +144,7 @@ impl Engine {
             op: None,
             eof: false,
             incomplete_pending: false,
+            status_cache: None,
         }
     }
 
@@ -213,6 +217,7 @@ impl Engine {
                 };
                 let id = init_id.clone();
                 self.state = State::Ready(view);
+                self.status_cache = None;
                 let result = json!({
                     "capabilities": self.capability_names(),
                     "limits": self.limits_object(),
@@ -251,6 +256,7 @@ impl Engine {
                 };
                 if let (Some(view), State::Ready(current)) = (view, &mut self.state) {
                     *current = view;
+                    self.status_cache = None;
                 }
                 if !op.answered {
                     self.reserved -= 1;
@@ -450,14 +456,28 @@ impl Engine {
                 };
                 self.negotiated = set;
                 self.state = State::Starting { init_id: id };
+                self.status_cache = None;
                 self.reserved += 1;
                 let capabilities = set.iter().map(|c| c.as_str().to_owned()).collect();
                 self.outputs
                     .push_back(Output::Worker(WorkerCommand::StartInit { capabilities }));
             }
             Request::Status => {
-                let v = self.status_value();
-                self.respond(Some(&id), Ok(v), now);
+                let raw = match self.status_cache.take() {
+                    Some(raw) => raw,
+                    None => serde_json::to_vec(&self.status_value()).unwrap_or_default(),
+                };
+                let instance = &self.instance_id;
+                if self
+                    .outq
+                    .push(now, |seq, b| {
+                        encode::result_raw(b, instance, seq, &id, &raw)
+                    })
+                    .is_err()
+                {
+                    self.stop(StopReason::QueueOverflow, now);
+                }
+                self.status_cache = Some(raw);
             }
             Request::Shutdown => {
                 self.respond(Some(&id), Ok(json!({ "state": "stopping" })), now);

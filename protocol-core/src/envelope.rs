@@ -6,7 +6,7 @@
 
 use crate::error::ErrorCode;
 use crate::ids::{is_id_grammar, RequestId};
-use crate::json::{depth_exceeds, parse_strict, StrictError};
+use crate::json::{depth_exceeds, parse_top_level, StrictError, TopLevel};
 use crate::limits::JSON_DEPTH;
 use serde_json::Value;
 
@@ -14,8 +14,6 @@ use serde_json::Value;
 pub const PROTOCOL: &str = "magi-code.local-agent";
 /// The protocol version this backend serves.
 pub const VERSION: u64 = 1;
-
-const FIELDS: [&str; 5] = ["protocol", "version", "id", "method", "params"];
 
 /// A request whose envelope is valid.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,46 +62,47 @@ pub fn parse(line: &[u8]) -> Result<Envelope, Reject> {
     if depth_exceeds(line, JSON_DEPTH) {
         return Err(reject(ErrorCode::InvalidFrame, None));
     }
-    let (value, dups) = match parse_strict(line) {
-        Ok(v) => v,
+    let (mut fields, duplicated, unknown, nested_duplicates) = match parse_top_level(line) {
+        Ok(TopLevel::Object {
+            fields,
+            duplicated,
+            unknown,
+            nested_duplicates,
+        }) => (fields, duplicated, unknown, nested_duplicates),
+        Ok(TopLevel::NotObject) => return Err(reject(ErrorCode::InvalidRequest, None)),
         Err(StrictError::Depth) => return Err(reject(ErrorCode::InvalidFrame, None)),
         Err(StrictError::Syntax) => return Err(reject(ErrorCode::InvalidRequest, None)),
     };
-    let Value::Object(mut map) = value else {
-        return Err(reject(ErrorCode::InvalidRequest, None));
-    };
-    let id = if dups.top.iter().any(|k| k == "id") {
+    let [protocol, version, id, method, params] = &mut fields;
+    let id = if duplicated & (1 << 2) != 0 {
         None
     } else {
-        map.get("id")
-            .and_then(Value::as_str)
-            .and_then(RequestId::new)
+        id.as_ref().and_then(Value::as_str).and_then(RequestId::new)
     };
     let Some(id) = id else {
         return Err(reject(ErrorCode::InvalidRequest, None));
     };
-    let protocol_ok = map
-        .get("protocol")
+    let protocol_ok = protocol
+        .as_ref()
         .is_none_or(|p| p.as_str() == Some(PROTOCOL));
-    let version_ok = map
-        .get("version")
+    let version_ok = version
+        .as_ref()
         .is_none_or(|v| v.as_u64() == Some(VERSION) && v.is_u64());
     if !protocol_ok || !version_ok {
         return Err(reject(ErrorCode::ProtocolMismatch, Some(&id)));
     }
-    let shape_ok = dups.top.is_empty()
-        && map.len() == FIELDS.len()
-        && FIELDS.iter().all(|f| map.contains_key(*f));
-    let method = match map.get("method").and_then(Value::as_str) {
+    let shape_ok =
+        duplicated == 0 && !unknown && protocol.is_some() && version.is_some() && params.is_some();
+    let method = match method.as_ref().and_then(Value::as_str) {
         Some(m) if shape_ok && is_id_grammar(m) => m.to_owned(),
         _ => return Err(reject(ErrorCode::InvalidRequest, Some(&id))),
     };
-    let params = map.remove("params").unwrap_or(Value::Null);
+    let params = params.take().unwrap_or(Value::Null);
     Ok(Envelope {
         id,
         method,
         params,
-        nested_duplicates: dups.nested,
+        nested_duplicates,
     })
 }
 

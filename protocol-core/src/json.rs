@@ -78,6 +78,7 @@ pub fn parse_strict(bytes: &[u8]) -> Result<(Value, Duplicates), StrictError> {
     Ok((value, dups.into_inner()))
 }
 
+#[derive(Clone, Copy)]
 struct Strict<'a> {
     depth: usize,
     dups: &'a RefCell<Duplicates>,
@@ -219,5 +220,137 @@ mod tests {
             StrictError::Syntax
         );
         assert!(parse_strict(b"{\"a\":1}\r").is_ok());
+    }
+}
+
+/// The five envelope members, in the order [`TopLevel::fields`] stores them.
+pub const ENVELOPE_KEYS: [&str; 5] = ["protocol", "version", "id", "method", "params"];
+
+/// A strict parse of a whole frame that keeps only the envelope members.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TopLevel {
+    /// Valid JSON that is not an object.
+    NotObject,
+    /// An object.
+    Object {
+        /// Values of [`ENVELOPE_KEYS`] (the last one when duplicated).
+        fields: [Option<Value>; 5],
+        /// Which envelope members appeared more than once (bit per [`ENVELOPE_KEYS`] index).
+        duplicated: u8,
+        /// Whether a member outside the envelope appeared.
+        unknown: bool,
+        /// Whether a nested object holds a duplicate key.
+        nested_duplicates: bool,
+    },
+}
+
+/// Parses a frame as strictly as [`parse_strict`] but without building the top-level map:
+/// the request path is hot for polling clients.
+pub fn parse_top_level(bytes: &[u8]) -> Result<TopLevel, StrictError> {
+    let dups = RefCell::new(Duplicates::default());
+    let depth_hit = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let seed = Top {
+        inner: Strict {
+            depth: 1,
+            dups: &dups,
+            depth_hit: &depth_hit,
+        },
+    };
+    let top = match Deserializer::deserialize_any(&mut de, seed) {
+        Ok(v) => v,
+        Err(_) if depth_hit.get() => return Err(StrictError::Depth),
+        Err(_) => return Err(StrictError::Syntax),
+    };
+    de.end().map_err(|_| StrictError::Syntax)?;
+    Ok(match top {
+        TopLevel::Object {
+            fields,
+            duplicated,
+            unknown,
+            ..
+        } => TopLevel::Object {
+            fields,
+            duplicated,
+            unknown,
+            nested_duplicates: dups.borrow().nested,
+        },
+        other => other,
+    })
+}
+
+struct Top<'a> {
+    inner: Strict<'a>,
+}
+
+struct KeyIndex;
+
+impl<'de> DeserializeSeed<'de> for KeyIndex {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyIndex {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Option<usize>, E> {
+        Ok(ENVELOPE_KEYS.iter().position(|k| *k == v))
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = TopLevel;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_unit<E>(self) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
+        while seq.next_element_seed(Strict { ..self.inner })?.is_some() {}
+        Ok(TopLevel::NotObject)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+        let mut fields: [Option<Value>; 5] = Default::default();
+        let mut duplicated = 0u8;
+        let mut unknown = false;
+        while let Some(key) = map.next_key_seed(KeyIndex)? {
+            let value = map.next_value_seed(Strict { ..self.inner })?;
+            match key {
+                Some(i) => {
+                    if fields[i].is_some() {
+                        duplicated |= 1 << i;
+                    }
+                    fields[i] = Some(value);
+                }
+                None => unknown = true,
+            }
+        }
+        Ok(TopLevel::Object {
+            fields,
+            duplicated,
+            unknown,
+            nested_duplicates: false,
+        })
     }
 }
