@@ -1,4 +1,5 @@
 //! Measures engine-only throughput of pipelined `status` (no pipes): a profiling aid.
+#![allow(clippy::disallowed_methods)] // A measurement tool: it reads the clock, the engine does not.
 use protocol_core::sim::{request, Sim};
 use serde_json::json;
 use std::time::Instant;
