@@ -8,7 +8,13 @@ fn pty() -> (OwnedFd, OwnedFd) {
     // SAFETY: openpty writes two new descriptors into the provided ints; we take ownership.
     #[allow(unsafe_code)]
     unsafe {
-        let rc = libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null());
+        let rc = libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        );
         assert_eq!(rc, 0, "openpty");
         (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
     }
@@ -19,7 +25,9 @@ fn run(tty_stdin: bool) -> (i32, bool) {
     let mc_home = home.path().join("mc");
     let (_master, slave) = pty();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_magi-code"));
-    cmd.args(["serve", "--stdio"]).env("MC_HOME", &mc_home).stderr(Stdio::null());
+    cmd.args(["serve", "--stdio"])
+        .env("MC_HOME", &mc_home)
+        .stderr(Stdio::null());
     if tty_stdin {
         cmd.stdin(Stdio::from(slave)).stdout(Stdio::piped());
     } else {

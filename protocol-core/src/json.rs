@@ -223,7 +223,7 @@ mod tests {
     }
 }
 
-/// The five envelope members, in the order [`TopLevel::fields`] stores them.
+/// The five envelope members, in the order `TopLevel::Object` stores them.
 pub const ENVELOPE_KEYS: [&str; 5] = ["protocol", "version", "id", "method", "params"];
 
 /// A strict parse of a whole frame that keeps only the envelope members.
