@@ -15,6 +15,8 @@ use std::thread::JoinHandle;
 pub struct Shared {
     /// The admitted runtime, once initialization succeeded.
     pub runtime: Mutex<Option<Runtime>>,
+    /// The attachment, selection and discovery snapshot, owned by the session worker.
+    pub sessions: Mutex<crate::sessions::SessionState>,
 }
 
 struct Running {
@@ -145,10 +147,18 @@ impl Workers {
             handles.push(r.handle);
         }
         let s = sink.clone();
+        let shared = self.shared.clone();
         let joined = Self::spawn("mc-cleanup", move || {
             for h in handles {
                 let _ = h.join();
             }
+            // Leases are released only after every worker stopped.
+            let mut st = shared
+                .sessions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            st.attachment = None;
+            drop(st);
             s.send(WorkerEvent::CleanupDone);
         });
         if joined.is_none() {

@@ -3,8 +3,12 @@
 pub mod backend;
 pub mod cancel;
 pub mod cli;
+pub mod discovery;
+pub mod history;
 pub mod ops;
 pub mod redact;
 pub mod serve;
+pub mod sessions;
 pub mod settings;
 pub mod startup;
+pub mod store;

@@ -73,3 +73,51 @@ mod tests {
         assert_eq!(safe_name(""), None);
     }
 }
+
+/// What replaces a secret-shaped token in projected text.
+pub const REDACTED: &str = "[redacted]";
+
+/// Sanitizes text for display: secret-shaped tokens become [`REDACTED`], and control
+/// characters other than LF and TAB are dropped.
+#[must_use]
+pub fn sanitize_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if is_secret_like(token) {
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(token);
+        }
+        token.clear();
+    };
+    for c in s.chars() {
+        if c.is_whitespace() {
+            flush(&mut token, &mut out);
+            if !c.is_control() || c == '\n' || c == '\t' {
+                out.push(c);
+            }
+        } else if c.is_control() {
+            // Dropped: terminal escapes and the like never reach a frontend.
+        } else {
+            token.push(c);
+        }
+    }
+    flush(&mut token, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod sanitize_tests {
+    use super::*;
+
+    #[test]
+    fn text() {
+        assert_eq!(
+            sanitize_text("key sk-ant-abc123 here\n"),
+            "key [redacted] here\n"
+        );
+        assert_eq!(sanitize_text("a\u{1b}[31mb\tc\r\n"), "a[31mb\tc\n");
+        assert_eq!(sanitize_text("plain words"), "plain words");
+    }
+}

@@ -554,7 +554,12 @@ impl Engine {
 
     fn limits_object(&self) -> Value {
         let mut m = Map::new();
-        for (k, v) in limits::ADVERTISED {
+        let discover: &[(&str, u64)] = if self.negotiated.contains(Capability::SessionDiscover) {
+            limits::DISCOVER_ADVERTISED
+        } else {
+            &[]
+        };
+        for (k, v) in limits::ADVERTISED.iter().chain(discover) {
             m.insert((*k).to_owned(), Value::from(*v));
         }
         Value::Object(m)

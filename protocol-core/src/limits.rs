@@ -86,6 +86,19 @@ pub const ADVERTISED: &[(&str, u64)] = &[
     ("selection_append_bytes", 4_096),
 ];
 
+/// Bounds of the negotiated `session.discover` extension, advertised only when negotiated.
+pub const DISCOVER_ADVERTISED: &[(&str, u64)] = &[
+    ("discover_page_bytes", 32_768),
+    ("discover_page_entries", 100),
+    ("discover_candidates", 256),
+    ("discover_session_bytes", 8_388_608),
+    ("discover_session_lines", 10_000),
+    ("discover_scan_bytes", 67_108_864),
+    ("discover_scan_lines", 100_000),
+    ("discover_scan_ms", 2_000),
+    ("discover_title_bytes", 256),
+];
+
 /// The value of one advertised bound by its key.
 #[must_use]
 pub fn advertised(key: &str) -> Option<u64> {
