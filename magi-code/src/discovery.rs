@@ -171,6 +171,16 @@ fn examine(
 }
 
 fn scan(rt: &Runtime, st: &SessionState, cancel: &Cancel) -> Result<Scan, ErrorCode> {
+    scan_with(rt, st, cancel, &mut |_| {})
+}
+
+/// [`scan`] with a hook after each examined file, so tests can change the folder mid-scan.
+fn scan_with(
+    rt: &Runtime,
+    st: &SessionState,
+    cancel: &Cancel,
+    after_file: &mut dyn FnMut(&SessionId),
+) -> Result<Scan, ErrorCode> {
     let sessions = Sessions::new(&rt.root);
     let mut budget = Budget {
         bytes: SCAN_BYTES,
@@ -214,6 +224,7 @@ fn scan(rt: &Runtime, st: &SessionState, cancel: &Cancel) -> Result<Scan, ErrorC
         if budget.bytes == 0 || budget.lines == 0 {
             return Err(ErrorCode::DiscoveryLimit);
         }
+        after_file(id);
     }
     let mut second = inventory(sessions.dir(), DIRECTORY_ENTRIES)?;
     let mut first = first;
@@ -451,4 +462,80 @@ pub fn discover(
         json!({ "sessions": out, "next_cursor": next, "complete": complete && next.is_none(), "provisional": true, "notices": notices }),
         None,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn runtime() -> (tempfile::TempDir, Runtime) {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("home");
+        let cwd = d.path().join("cwd");
+        fs::create_dir_all(root.join("sessions")).unwrap();
+        fs::create_dir_all(&cwd).unwrap();
+        let rt = Runtime {
+            root: fs::canonicalize(&root).unwrap(),
+            cwd: fs::canonicalize(&cwd).unwrap(),
+            settings: Settings::default(),
+            context_id: "0".repeat(64),
+        };
+        (d, rt)
+    }
+
+    fn write(rt: &Runtime, id: &str) {
+        let line = json!({"type":"session_meta","session_id":id,"ts":"2026-11-30T12:00:00Z","cwd":rt.cwd.to_string_lossy()});
+        fs::write(
+            rt.root.join("sessions").join(format!("{id}.jsonl")),
+            format!("{line}\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_file_replaced_during_the_scan_is_stale() {
+        let (_d, rt) = runtime();
+        for id in ["a", "b", "c"] {
+            write(&rt, id);
+        }
+        let st = SessionState::default();
+        let c = Cancel::default();
+        assert!(scan_with(&rt, &st, &c, &mut |_| {}).is_ok());
+        // Replacing a later file while the scan runs changes the inventory or its content.
+        let mut hook = |id: &SessionId| {
+            if id.as_str() == "a" {
+                fs::remove_file(rt.root.join("sessions/c.jsonl")).unwrap();
+            }
+        };
+        assert_eq!(
+            scan_with(&rt, &st, &c, &mut hook).err(),
+            Some(ErrorCode::StaleRevision)
+        );
+        write(&rt, "c");
+        let mut added = |id: &SessionId| {
+            if id.as_str() == "c" {
+                write(&rt, "d");
+            }
+        };
+        assert_eq!(
+            scan_with(&rt, &st, &c, &mut added).err(),
+            Some(ErrorCode::StaleRevision)
+        );
+    }
+
+    #[test]
+    fn cancellation_between_files() {
+        let (_d, rt) = runtime();
+        for id in ["a", "b"] {
+            write(&rt, id);
+        }
+        let st = SessionState::default();
+        let c = Cancel::default();
+        let mut hook = |_: &SessionId| c.cancel();
+        assert_eq!(
+            scan_with(&rt, &st, &c, &mut hook).err(),
+            Some(ErrorCode::OperationCancelled)
+        );
+    }
 }
