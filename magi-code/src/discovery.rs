@@ -105,10 +105,28 @@ fn examine(
 ) -> Result<Examined, ReadError> {
     let per_file = SESSION_BYTES.min(budget.bytes);
     let per_lines = SESSION_LINES.min(budget.lines);
-    let held = store::read_held(&sessions.history_path(id), per_file, per_lines);
     let lease = sessions.lease_present(id);
-    let held = match held {
-        Ok(h) => h,
+    let mut reader = history::Reader::new(id, false);
+    let mut consumed = (0u64, 0usize);
+    let mut digest = Sha256::new();
+    let hashing = hasher.is_some();
+    let streamed = store::stream_held(
+        &sessions.history_path(id),
+        per_file,
+        per_lines,
+        usize::try_from(per_file).unwrap_or(usize::MAX),
+        &mut |line| {
+            consumed.0 += line.len() as u64 + 1;
+            consumed.1 += 1;
+            if hashing {
+                digest.update(line);
+                digest.update(b"\n");
+            }
+            reader.line(line)
+        },
+    );
+    let streamed = match streamed {
+        Ok(s) => s,
         Err(ReadError::Unsafe) => {
             // No trustworthy consumed size: charge the whole per-file budget.
             budget.bytes = budget.bytes.saturating_sub(SESSION_BYTES);
@@ -122,27 +140,27 @@ fn examine(
         }
         Err(e) => return Err(e),
     };
-    budget.bytes -= held.bytes.len() as u64;
-    budget.lines -= memchr::memchr_iter(b'\n', &held.bytes).count();
+    budget.bytes = budget.bytes.saturating_sub(consumed.0);
+    budget.lines = budget.lines.saturating_sub(consumed.1);
     if let Some(h) = hasher {
-        let i = held.identity;
         h.update(id.as_str().as_bytes());
         h.update(b"\0");
-        for n in [i.dev, i.ino, i.len, u64::from(i.mode)] {
-            h.update(n.to_le_bytes());
+        if let Some(st) = &streamed {
+            let i = st.identity;
+            for n in [i.dev, i.ino, i.len, u64::from(i.mode)] {
+                h.update(n.to_le_bytes());
+            }
+            h.update(i.mtime_ns.to_le_bytes());
+            h.update([u8::from(st.torn)]);
         }
-        h.update(i.mtime_ns.to_le_bytes());
-        h.update(Sha256::digest(&held.bytes));
+        h.update(digest.finalize());
         h.update([u8::from(lease)]);
     }
-    let Ok(parsed) = history::parse(&held.bytes, id) else {
+    let torn = streamed.as_ref().is_some_and(|s| s.torn);
+    let (Some(_), Ok((parsed, _))) = (streamed, reader.finish(torn)) else {
         return Ok(Examined::Invalid);
     };
-    let cwd_ok = parsed.cwds.iter().all(|c| {
-        let p = std::path::Path::new(c);
-        p.is_absolute() && fs::canonicalize(p).is_ok_and(|real| real == rt.cwd)
-    });
-    if !cwd_ok {
+    if !crate::sessions::cwd_matches(rt, &parsed.cwds) {
         return Ok(Examined::Excluded);
     }
     let ours = st.attachment.as_ref().is_some_and(|a| &a.id == id);
@@ -379,7 +397,7 @@ pub fn discover(
         .map_err(|_| ErrorCode::DiscoveryUnavailable)?
         .enumerate()
     {
-        if n % 1024 == 0 && cancel.is_cancelled() {
+        if n.is_multiple_of(1024) && cancel.is_cancelled() {
             return Err(ErrorCode::OperationCancelled);
         }
         let entry = entry.map_err(|_| ErrorCode::DiscoveryUnavailable)?;

@@ -29,11 +29,9 @@ pub struct Preferences {
     pub effort: String,
 }
 
-/// A validated stored history.
+/// What a validated stored history says besides its projection.
 #[derive(Debug, Clone, Default)]
-pub struct Parsed {
-    /// Records in stored order.
-    pub records: Vec<Map<String, Value>>,
+pub struct Summary {
     /// Whether the last line had no LF (an interrupted append, ignored).
     pub torn_tail: bool,
     /// Every non-empty recorded cwd.
@@ -44,6 +42,8 @@ pub struct Parsed {
     pub title: Option<String>,
     /// Latest saved preferences.
     pub preferences: Option<Preferences>,
+    /// Records read.
+    pub records: usize,
 }
 
 const EFFORTS: [&str; 6] = ["default", "low", "medium", "high", "xhigh", "max"];
@@ -51,7 +51,6 @@ const EFFORTS: [&str; 6] = ["default", "low", "medium", "high", "xhigh", "max"];
 fn s<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     m.get(k).and_then(Value::as_str)
 }
-
 fn check_record(m: &Map<String, Value>) -> Option<()> {
     let need = |k: &str| s(m, k).map(|_| ());
     let opt_str = |k: &str| match m.get(k) {
@@ -112,42 +111,78 @@ fn check_record(m: &Map<String, Value>) -> Option<()> {
     opt_str("cwd")
 }
 
-/// Validates stored bytes of session `id`. `Err(())` means malformed (`session_invalid`).
-#[allow(clippy::result_unit_err)]
-pub fn parse(bytes: &[u8], id: &SessionId) -> Result<Parsed, ()> {
-    let mut p = Parsed::default();
-    let (complete, torn) = match memchr::memrchr(b'\n', bytes) {
-        Some(i) => (&bytes[..=i], i + 1 < bytes.len()),
-        None => (&bytes[..0], !bytes.is_empty()),
-    };
-    p.torn_tail = torn;
-    for line in complete.split(|b| *b == b'\n') {
-        if line.is_empty() {
-            continue;
+/// Why a stored history was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryError {
+    /// Malformed (`session_invalid`).
+    Invalid,
+    /// Over the projection budget (`history_limit`).
+    TooLarge,
+}
+
+/// Validates a stored history line by line and, when asked, builds its projection with
+/// memory bounded by the snapshot budget.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    id: &'a SessionId,
+    summary: Summary,
+    projector: Option<Projector>,
+    error: Option<HistoryError>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader for session `id`; `project` builds the display projection too.
+    #[must_use]
+    pub fn new(id: &'a SessionId, project: bool) -> Self {
+        Self {
+            id,
+            summary: Summary::default(),
+            projector: project.then(Projector::default),
+            error: None,
         }
-        let (v, dups) = parse_strict(line).map_err(|_| ())?;
+    }
+
+    /// Takes one complete line; false stops the read (see [`Self::finish`] for why).
+    pub fn line(&mut self, line: &[u8]) -> bool {
+        match self.record(line) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    fn record(&mut self, line: &[u8]) -> Result<(), HistoryError> {
+        let (v, dups) = parse_strict(line).map_err(|_| HistoryError::Invalid)?;
         if !dups.top.is_empty() || dups.nested {
-            return Err(());
+            return Err(HistoryError::Invalid);
         }
-        let Value::Object(m) = v else { return Err(()) };
-        if s(&m, "session_id") != Some(id.as_str()) {
-            return Err(());
+        let Value::Object(m) = v else {
+            return Err(HistoryError::Invalid);
+        };
+        if s(&m, "session_id") != Some(self.id.as_str()) {
+            return Err(HistoryError::Invalid);
         }
-        let ts = s(&m, "ts").and_then(parse_rfc3339).ok_or(())?;
-        check_record(&m).ok_or(())?;
-        p.updated_ms = Some(p.updated_ms.map_or(ts, |u| u.max(ts)));
+        let ts = s(&m, "ts")
+            .and_then(parse_rfc3339)
+            .ok_or(HistoryError::Invalid)?;
+        check_record(&m).ok_or(HistoryError::Invalid)?;
+        let sum = &mut self.summary;
+        sum.records += 1;
+        sum.updated_ms = Some(sum.updated_ms.map_or(ts, |u| u.max(ts)));
         if let Some(cwd) = s(&m, "cwd").filter(|c| !c.is_empty()) {
-            p.cwds.push(cwd.to_owned());
+            sum.cwds.push(cwd.to_owned());
         }
         match s(&m, "type") {
-            Some("title") => p.title = s(&m, "title").map(str::to_owned),
+            Some("title") => sum.title = s(&m, "title").map(str::to_owned),
             Some("compaction") => {
                 if let Some(t) = s(&m, "title") {
-                    p.title = Some(t.to_owned());
+                    sum.title = Some(t.to_owned());
                 }
             }
             Some("session_preferences") => {
-                p.preferences = Some(Preferences {
+                sum.preferences = Some(Preferences {
                     provider: s(&m, "provider").unwrap_or_default().to_owned(),
                     model: s(&m, "model").unwrap_or_default().to_owned(),
                     effort: s(&m, "effort").unwrap_or("default").to_owned(),
@@ -155,13 +190,45 @@ pub fn parse(bytes: &[u8], id: &SessionId) -> Result<Parsed, ()> {
             }
             _ => {}
         }
-        p.records.push(m);
+        if let Some(p) = &mut self.projector {
+            p.push(&m)?;
+        }
+        Ok(())
     }
-    // An empty line inside the file is malformed; `split` yields one after the final LF only.
-    if complete.windows(2).any(|w| w == b"\n\n") || complete.first() == Some(&b'\n') {
-        return Err(());
+
+    /// Ends the read: the summary and, when asked, the projection.
+    pub fn finish(
+        mut self,
+        torn_tail: bool,
+    ) -> Result<(Summary, Option<Projection>), HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.summary.torn_tail = torn_tail;
+        let projection = match self.projector.take() {
+            Some(p) => Some(p.finish(torn_tail)?),
+            None => None,
+        };
+        Ok((self.summary, projection))
     }
-    Ok(p)
+}
+
+/// Reads a whole history held in memory (tests, tools): lines, torn tail, projection.
+pub fn read_bytes(bytes: &[u8], id: &SessionId) -> Result<(Summary, Projection), HistoryError> {
+    let mut r = Reader::new(id, true);
+    let (complete, torn) = match memchr::memrchr(b'\n', bytes) {
+        Some(i) => (&bytes[..=i], i + 1 < bytes.len()),
+        None => (&bytes[..0], !bytes.is_empty()),
+    };
+    if !complete.is_empty() {
+        for line in complete[..complete.len() - 1].split(|b| *b == b'\n') {
+            if !r.line(line) {
+                break;
+            }
+        }
+    }
+    let (sum, p) = r.finish(torn)?;
+    Ok((sum, p.unwrap_or_default()))
 }
 
 /// A display title: at most 256 input bytes, sanitized, cut to 50 characters; unsafe → None.
@@ -174,17 +241,209 @@ pub fn display_title(raw: &str) -> Option<String> {
     (!t.is_empty()).then_some(t)
 }
 
+#[derive(Debug)]
 struct Logical {
     kind: &'static str,
     text: String,
     partial: bool,
+    /// For assistant entries: the reconciled copy arrived; later chunks are ignored.
+    reconciled: bool,
 }
 
-/// Why a projection could not be built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProjectionError {
-    /// Over 8 MiB serialized or 10,000 parts.
-    TooLarge,
+/// Builds the projection record by record, holding at most about twice the snapshot budget.
+#[derive(Debug, Default)]
+pub struct Projector {
+    out: Vec<Logical>,
+    messages: HashMap<String, usize>,
+    summaries: HashMap<(String, String), usize>,
+    activities: HashMap<String, usize>,
+    runs: Vec<String>,
+    finished: HashSet<String>,
+    held: usize,
+}
+
+impl Projector {
+    fn set_text(&mut self, i: usize, text: String) -> Result<(), HistoryError> {
+        self.held = self.held - self.out[i].text.len() + text.len();
+        self.out[i].text = text;
+        self.check()
+    }
+
+    fn add(&mut self, l: Logical) -> Result<usize, HistoryError> {
+        self.held += l.text.len();
+        self.out.push(l);
+        self.check()?;
+        Ok(self.out.len() - 1)
+    }
+
+    fn check(&self) -> Result<(), HistoryError> {
+        if self.out.len() > SNAPSHOT_PARTS || self.held > 2 * SNAPSHOT_BYTES {
+            Err(HistoryError::TooLarge)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn push(&mut self, r: &Map<String, Value>) -> Result<(), HistoryError> {
+        let run = s(r, "run_id").unwrap_or_default();
+        let text = s(r, "text").unwrap_or_default();
+        match s(r, "type") {
+            Some("user_input") => {
+                self.runs.push(run.to_owned());
+                self.add(Logical {
+                    kind: "user",
+                    text: text.to_owned(),
+                    partial: false,
+                    reconciled: false,
+                })?;
+            }
+            Some("run_finished") => {
+                self.finished.insert(run.to_owned());
+            }
+            Some("assistant_chunk") => {
+                let id = s(r, "message_id").unwrap_or_default();
+                match self.messages.get(id) {
+                    Some(&i) if self.out[i].reconciled => {}
+                    Some(&i) => {
+                        let mut t = std::mem::take(&mut self.out[i].text);
+                        self.held -= t.len();
+                        t.push_str(text);
+                        self.set_text(i, t)?;
+                    }
+                    None => {
+                        let i = self.add(Logical {
+                            kind: "assistant",
+                            text: text.to_owned(),
+                            partial: true,
+                            reconciled: false,
+                        })?;
+                        self.messages.insert(id.to_owned(), i);
+                    }
+                }
+            }
+            Some("assistant_message") => {
+                let id = s(r, "message_id").unwrap_or_default();
+                let reconciled = r.get("text").is_some_and(Value::is_string);
+                match self.messages.get(id) {
+                    Some(&i) => {
+                        if reconciled {
+                            self.set_text(i, text.to_owned())?;
+                        }
+                        // Legacy output without text keeps its stored chunks.
+                        self.out[i].partial = false;
+                        self.out[i].reconciled = true;
+                    }
+                    None => {
+                        let i = self.add(Logical {
+                            kind: "assistant",
+                            text: text.to_owned(),
+                            partial: false,
+                            reconciled: true,
+                        })?;
+                        self.messages.insert(id.to_owned(), i);
+                    }
+                }
+            }
+            Some("reasoning_summary") => {
+                if r.get("provider_summary") != Some(&Value::Bool(true)) {
+                    return Ok(());
+                }
+                let l = Logical {
+                    kind: "reasoning_summary",
+                    text: text.to_owned(),
+                    partial: false,
+                    reconciled: false,
+                };
+                match s(r, "item_id") {
+                    Some(item) => match self.summaries.get(&(run.to_owned(), item.to_owned())) {
+                        Some(&i) => self.set_text(i, l.text)?,
+                        None => {
+                            let i = self.add(l)?;
+                            self.summaries.insert((run.to_owned(), item.to_owned()), i);
+                        }
+                    },
+                    None => {
+                        self.add(l)?;
+                    }
+                }
+            }
+            Some("activity") => {
+                let state = s(r, "state").unwrap_or_default();
+                let mut line = format!("{}: {}", s(r, "name").unwrap_or_default(), state);
+                if let Some(sum) = s(r, "summary").filter(|x| !x.is_empty()) {
+                    line.push_str(" — ");
+                    line.push_str(sum);
+                }
+                let partial = state == "started";
+                let key = s(r, "activity_id").unwrap_or_default();
+                match self.activities.get(key) {
+                    Some(&i) => {
+                        self.set_text(i, line)?;
+                        self.out[i].partial = partial;
+                    }
+                    None => {
+                        let i = self.add(Logical {
+                            kind: "activity",
+                            text: line,
+                            partial,
+                            reconciled: false,
+                        })?;
+                        self.activities.insert(key.to_owned(), i);
+                    }
+                }
+            }
+            Some("compaction") => {
+                let t = s(r, "summary").unwrap_or("history compacted").to_owned();
+                self.add(Logical {
+                    kind: "compaction",
+                    text: t,
+                    partial: false,
+                    reconciled: false,
+                })?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, torn_tail: bool) -> Result<Projection, HistoryError> {
+        let interrupted = torn_tail || self.runs.iter().any(|r| !self.finished.contains(r));
+        if interrupted {
+            self.add(Logical {
+                kind: "diagnostic",
+                text: "A turn was interrupted before it finished durably; its reply may be incomplete.".into(),
+                partial: true,
+                reconciled: false,
+            })?;
+        }
+        let mut entries = Vec::new();
+        let mut bytes = 0usize;
+        for (n, l) in self.out.iter().enumerate() {
+            let text = sanitize_text(&l.text);
+            let parts = chunk(&text);
+            let last = parts.len() - 1;
+            for (i, part) in parts.into_iter().enumerate() {
+                let e = json!({
+                    "message_id": format!("m{n}"),
+                    "kind": l.kind,
+                    "text": part,
+                    "partial": l.partial,
+                    "part": i,
+                    "last_part": i == last,
+                });
+                let ser = e.to_string();
+                bytes += ser.len() + 1;
+                entries.push(ser);
+                if entries.len() > SNAPSHOT_PARTS || bytes > SNAPSHOT_BYTES {
+                    return Err(HistoryError::TooLarge);
+                }
+            }
+        }
+        Ok(Projection {
+            entries,
+            complete: !interrupted,
+        })
+    }
 }
 
 /// An immutable projection: serialized entries and completeness.
@@ -218,169 +477,6 @@ pub fn chunk(text: &str) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
-}
-
-/// Builds the projection of validated records (`protocol` "Owned sessions and chat history").
-pub fn project(p: &Parsed) -> Result<Projection, ProjectionError> {
-    let mut finished: HashSet<&str> = HashSet::new();
-    let mut reconciled: HashMap<&str, &str> = HashMap::new();
-    let mut has_message: HashSet<&str> = HashSet::new();
-    let mut chunks: HashMap<&str, String> = HashMap::new();
-    let mut runs: Vec<&str> = Vec::new();
-    for r in &p.records {
-        match s(r, "type") {
-            Some("run_finished") => {
-                finished.insert(s(r, "run_id").unwrap_or_default());
-            }
-            Some("assistant_message") => {
-                let id = s(r, "message_id").unwrap_or_default();
-                has_message.insert(id);
-                if let Some(t) = s(r, "text") {
-                    reconciled.insert(id, t);
-                }
-            }
-            Some("assistant_chunk") => {
-                chunks
-                    .entry(s(r, "message_id").unwrap_or_default())
-                    .or_default()
-                    .push_str(s(r, "text").unwrap_or_default());
-            }
-            Some("user_input") => runs.push(s(r, "run_id").unwrap_or_default()),
-            _ => {}
-        }
-    }
-    let mut out: Vec<Logical> = Vec::new();
-    let mut assistant_done: HashSet<&str> = HashSet::new();
-    let mut summaries: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut activities: HashMap<&str, usize> = HashMap::new();
-    for r in &p.records {
-        let run = s(r, "run_id").unwrap_or_default();
-        match s(r, "type") {
-            Some("user_input") => {
-                out.push(Logical {
-                    kind: "user",
-                    text: s(r, "text").unwrap_or_default().to_owned(),
-                    partial: false,
-                });
-            }
-            Some("assistant_chunk" | "assistant_message") => {
-                let id = s(r, "message_id").unwrap_or_default();
-                if !assistant_done.insert(id) {
-                    continue;
-                }
-                let (text, partial) = match reconciled.get(id) {
-                    Some(t) => ((*t).to_owned(), false),
-                    None => (
-                        chunks.get(id).cloned().unwrap_or_default(),
-                        !has_message.contains(id),
-                    ),
-                };
-                out.push(Logical {
-                    kind: "assistant",
-                    text,
-                    partial,
-                });
-            }
-            Some("reasoning_summary") => {
-                if r.get("provider_summary") != Some(&Value::Bool(true)) {
-                    continue;
-                }
-                let text = s(r, "text").unwrap_or_default().to_owned();
-                match s(r, "item_id") {
-                    Some(item) => match summaries.get(&(run, item)) {
-                        Some(&i) => out[i].text = text,
-                        None => {
-                            summaries.insert((run, item), out.len());
-                            out.push(Logical {
-                                kind: "reasoning_summary",
-                                text,
-                                partial: false,
-                            });
-                        }
-                    },
-                    None => out.push(Logical {
-                        kind: "reasoning_summary",
-                        text,
-                        partial: false,
-                    }),
-                }
-            }
-            Some("activity") => {
-                let state = s(r, "state").unwrap_or_default();
-                let mut text = format!("{}: {}", s(r, "name").unwrap_or_default(), state);
-                if let Some(sum) = s(r, "summary").filter(|x| !x.is_empty()) {
-                    text.push_str(" — ");
-                    text.push_str(sum);
-                }
-                let partial = state == "started";
-                match activities.get(s(r, "activity_id").unwrap_or_default()) {
-                    Some(&i) => {
-                        out[i] = Logical {
-                            kind: "activity",
-                            text,
-                            partial,
-                        }
-                    }
-                    None => {
-                        activities.insert(s(r, "activity_id").unwrap_or_default(), out.len());
-                        out.push(Logical {
-                            kind: "activity",
-                            text,
-                            partial,
-                        });
-                    }
-                }
-            }
-            Some("compaction") => {
-                let text = s(r, "summary").unwrap_or("history compacted").to_owned();
-                out.push(Logical {
-                    kind: "compaction",
-                    text,
-                    partial: false,
-                });
-            }
-            _ => {}
-        }
-    }
-    let mut interrupted = runs.iter().any(|r| !finished.contains(r));
-    if p.torn_tail {
-        interrupted = true;
-    }
-    if interrupted {
-        out.push(Logical {
-            kind: "diagnostic",
-            text: "A turn was interrupted before it finished durably; its reply may be incomplete."
-                .into(),
-            partial: true,
-        });
-    }
-    let mut entries = Vec::new();
-    let mut bytes = 0usize;
-    for (n, l) in out.iter().enumerate() {
-        let text = sanitize_text(&l.text);
-        let parts = chunk(&text);
-        let last = parts.len() - 1;
-        for (i, part) in parts.into_iter().enumerate() {
-            let e = json!({
-                "message_id": format!("m{n}"),
-                "kind": l.kind,
-                "text": part,
-                "partial": l.partial,
-                "part": i,
-                "last_part": i == last,
-            });
-            let ser = e.to_string();
-            bytes += ser.len() + 1;
-            entries.push(ser);
-            if entries.len() > SNAPSHOT_PARTS || bytes > SNAPSHOT_BYTES {
-                return Err(ProjectionError::TooLarge);
-            }
-        }
-    }
-    Ok(Projection {
-        entries,
-        complete: !interrupted,
-    })
 }
 
 /// One page from entry `start`: the entries that fit 32,768 serialized result bytes and 100
@@ -451,8 +547,7 @@ mod tests {
             json!({"type":"assistant_message","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"hello"}),
             json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r1","outcome":"completed"}),
         ]);
-        let p = parse(&recs, &id()).unwrap();
-        let pr = project(&p).unwrap();
+        let (_, pr) = read_bytes(&recs, &id()).unwrap();
         let e: Vec<Value> = pr
             .entries
             .iter()
@@ -476,9 +571,8 @@ mod tests {
             json!({"type":"assistant_chunk","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"he"}),
         ]);
         recs.extend_from_slice(b"{\"type\":\"assistant_ch");
-        let p = parse(&recs, &id()).unwrap();
-        assert!(p.torn_tail);
-        let pr = project(&p).unwrap();
+        let (sum, pr) = read_bytes(&recs, &id()).unwrap();
+        assert!(sum.torn_tail);
         assert!(!pr.complete);
         let last: Value = serde_json::from_str(pr.entries.last().unwrap()).unwrap();
         assert_eq!(last["kind"], "diagnostic");
@@ -493,7 +587,7 @@ mod tests {
     #[test]
     fn malformed_histories() {
         let ok = json!({"type":"title","session_id":"s1","ts":TS,"title":"t"});
-        assert!(parse(&lines(std::slice::from_ref(&ok)), &id()).is_ok());
+        assert!(read_bytes(&lines(std::slice::from_ref(&ok)), &id()).is_ok());
         for bad in [
             json!({"type":"title","session_id":"other","ts":TS,"title":"t"}),
             json!({"type":"diagnostic","session_id":"s1","ts":TS,"code":"x","summary":"y"}),
@@ -503,12 +597,18 @@ mod tests {
             json!([1]),
         ] {
             assert!(
-                parse(&lines(&[ok.clone(), bad.clone()]), &id()).is_err(),
+                read_bytes(&lines(&[ok.clone(), bad.clone()]), &id()).is_err(),
                 "{bad}"
             );
         }
-        assert!(parse(b"{\"type\":\"title\"}\n\n", &id()).is_err());
-        assert!(parse(b"not json\n", &id()).is_err());
-        assert!(parse(b"", &id()).unwrap().records.is_empty());
+        let mut blank = lines(std::slice::from_ref(&ok));
+        blank.extend_from_slice(b"\n");
+        blank.extend(lines(std::slice::from_ref(&ok)));
+        assert_eq!(
+            read_bytes(&blank, &id()).unwrap_err(),
+            HistoryError::Invalid
+        );
+        assert!(read_bytes(b"not json\n", &id()).is_err());
+        assert_eq!(read_bytes(b"", &id()).unwrap().0.records, 0);
     }
 }

@@ -2,7 +2,7 @@
 //! append path that turns and selection use.
 
 use crate::cancel::Cancel;
-use crate::history::{self, Parsed, Projection};
+use crate::history::{self, HistoryError, Projection, Summary};
 use crate::startup::{self, fresh_revision, Runtime};
 use crate::store::{
     self, Appender, Identity, Lease, LeaseError, LeaseKind, ReadError, SessionId, Sessions,
@@ -136,11 +136,14 @@ pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
 }
 
 struct Loaded {
-    parsed: Parsed,
+    summary: Summary,
     projection: Projection,
     identity: Identity,
     notices: Vec<&'static str>,
 }
+
+/// Longest single stored line buffered while reading a history.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 fn read_err(e: ReadError) -> ErrorCode {
     match e {
@@ -150,8 +153,15 @@ fn read_err(e: ReadError) -> ErrorCode {
     }
 }
 
+fn history_err(e: HistoryError) -> ErrorCode {
+    match e {
+        HistoryError::Invalid => ErrorCode::SessionInvalid,
+        HistoryError::TooLarge => ErrorCode::HistoryLimit,
+    }
+}
+
 /// Whether every recorded cwd is absolute and canonicalizes to the child's cwd.
-fn cwd_matches(rt: &Runtime, cwds: &[String]) -> bool {
+pub fn cwd_matches(rt: &Runtime, cwds: &[String]) -> bool {
     cwds.iter().all(|c| {
         let p = std::path::Path::new(c);
         p.is_absolute() && fs::canonicalize(p).is_ok_and(|real| real == rt.cwd)
@@ -160,39 +170,51 @@ fn cwd_matches(rt: &Runtime, cwds: &[String]) -> bool {
 
 fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, ErrorCode> {
     let sessions = Sessions::new(&rt.root);
-    let held = store::read_held(
+    let mut reader = history::Reader::new(id, true);
+    let mut cancelled = false;
+    let mut n = 0usize;
+    let streamed = store::stream_held(
         &sessions.history_path(id),
         store::HISTORY_READ_BYTES,
         store::HISTORY_READ_LINES,
+        MAX_LINE_BYTES,
+        &mut |line| {
+            n += 1;
+            if n.is_multiple_of(4096) && cancel.is_cancelled() {
+                cancelled = true;
+                return false;
+            }
+            reader.line(line)
+        },
     )
     .map_err(read_err)?;
-    if cancel.is_cancelled() {
+    if cancelled || cancel.is_cancelled() {
         return Err(ErrorCode::OperationCancelled);
     }
-    let parsed = history::parse(&held.bytes, id).map_err(|()| ErrorCode::SessionInvalid)?;
-    if !cwd_matches(rt, &parsed.cwds) {
+    let torn = streamed.is_some_and(|s| s.torn);
+    let (summary, projection) = reader.finish(torn).map_err(history_err)?;
+    let Some(streamed) = streamed else {
+        return Err(ErrorCode::SessionInvalid);
+    };
+    if !cwd_matches(rt, &summary.cwds) {
         return Err(ErrorCode::CwdMismatch);
     }
     let mut notices = Vec::new();
-    if parsed.cwds.is_empty() {
+    if summary.cwds.is_empty() {
         notices.push("cwd_unverified");
     }
-    let projection = history::project(&parsed).map_err(|_| ErrorCode::HistoryLimit)?;
-    if cancel.is_cancelled() {
-        return Err(ErrorCode::OperationCancelled);
-    }
     Ok(Loaded {
-        parsed,
-        projection,
-        identity: held.identity,
+        summary,
+        projection: projection.unwrap_or_default(),
+        identity: streamed.identity,
         notices,
     })
 }
 
 /// The selection restored from saved preferences, with its notices.
-fn restore(rt: &Runtime, parsed: &Parsed, notices: &mut Vec<&'static str>) -> Selection {
+fn restore(rt: &Runtime, summary: &Summary, notices: &mut Vec<&'static str>) -> Selection {
     let startup = Selection::startup(rt);
-    let Some(p) = &parsed.preferences else {
+    let Some(p) = &summary.preferences else {
         return startup;
     };
     let mut candidate = rt.settings.clone();
@@ -232,7 +254,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         }
         let loaded = load(rt, &id, cancel)?;
         let mut notices = loaded.notices;
-        let selection = restore(rt, &loaded.parsed, &mut notices);
+        let selection = restore(rt, &loaded.summary, &mut notices);
         a.snapshot = Snapshot {
             revision: fresh_revision(),
             projection: loaded.projection,
@@ -258,7 +280,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
     // On any error below the new lease is dropped and the old attachment is untouched.
     let loaded = load(rt, &id, cancel)?;
     let mut notices = loaded.notices;
-    let selection = restore(rt, &loaded.parsed, &mut notices);
+    let selection = restore(rt, &loaded.summary, &mut notices);
     let a = Attachment {
         id,
         durable: true,

@@ -3,7 +3,7 @@
 
 use protocol_core::ids::is_session_id;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -141,7 +141,7 @@ impl Identity {
     }
 }
 
-/// A file read through one held descriptor.
+/// A file read through one held descriptor (complete lines only).
 #[derive(Debug, Clone)]
 pub struct Held {
     /// The bytes read (at most the budget).
@@ -150,10 +150,31 @@ pub struct Held {
     pub identity: Identity,
 }
 
+/// What a streamed held read saw.
+#[derive(Debug, Clone, Copy)]
+pub struct Streamed {
+    /// The file's identity when the read finished (checked unchanged).
+    pub identity: Identity,
+    /// Whether the file ended in a line without LF (an interrupted append; not passed on).
+    pub torn: bool,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Complete lines read.
+    pub lines: usize,
+}
+
 /// Opens `path` once without following symlinks and without blocking on FIFOs, requires a
-/// regular file whose identity does not change during the read, and reads at most
-/// `max_bytes` (one more byte is read only to detect excess).
-pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, ReadError> {
+/// regular file, and streams its complete lines (LF excluded) to `on_line` with bounded
+/// memory: at most `max_bytes` and `max_lines` are read (one more byte only to detect
+/// excess), and no line over `max_line` bytes is buffered. The file must keep its identity
+/// during the read. `on_line` returning false stops the read: `Ok(None)`.
+pub fn stream_held(
+    path: &Path,
+    max_bytes: u64,
+    max_lines: usize,
+    max_line: usize,
+    on_line: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<Option<Streamed>, ReadError> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -169,20 +190,53 @@ pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, 
     if before.len() > max_bytes {
         return Err(ReadError::TooLarge);
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(before.len()).unwrap_or(0));
-    (&file)
-        .take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|_| ReadError::Unsafe)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(ReadError::TooLarge);
-    }
-    if memchr::memchr_iter(b'\n', &bytes).count() > max_lines {
-        return Err(ReadError::TooLarge);
+    let mut reader = io::BufReader::with_capacity(64 * 1024, (&file).take(max_bytes + 1));
+    let mut line = Vec::new();
+    let (mut bytes, mut lines, mut torn) = (0u64, 0usize, false);
+    loop {
+        line.clear();
+        let mut done = false;
+        loop {
+            let buf = reader.fill_buf().map_err(|_| ReadError::Unsafe)?;
+            if buf.is_empty() {
+                break;
+            }
+            let (take, found) = match memchr::memchr(b'\n', buf) {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            };
+            if line.len() + take > max_line + 1 {
+                return Err(ReadError::TooLarge);
+            }
+            line.extend_from_slice(&buf[..take]);
+            reader.consume(take);
+            if found {
+                done = true;
+                break;
+            }
+        }
+        if line.is_empty() {
+            break;
+        }
+        bytes += line.len() as u64;
+        if bytes > max_bytes {
+            return Err(ReadError::TooLarge);
+        }
+        if !done {
+            torn = true;
+            break;
+        }
+        lines += 1;
+        if lines > max_lines {
+            return Err(ReadError::TooLarge);
+        }
+        if !on_line(&line[..line.len() - 1]) {
+            return Ok(None);
+        }
     }
     let after = file.metadata().map_err(|_| ReadError::Unsafe)?;
     let (a, b) = (Identity::of(&before), Identity::of(&after));
-    if a != b || b.len != bytes.len() as u64 {
+    if a != b || b.len != bytes {
         return Err(ReadError::Unsafe);
     }
     // The name must still lead to the same file.
@@ -190,7 +244,33 @@ pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, 
     if named.dev() != b.dev || named.ino() != b.ino {
         return Err(ReadError::Unsafe);
     }
-    Ok(Held { bytes, identity: b })
+    Ok(Some(Streamed {
+        identity: b,
+        torn,
+        bytes,
+        lines,
+    }))
+}
+
+/// [`stream_held`] collecting the whole file (tests and small files).
+pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, ReadError> {
+    let mut bytes = Vec::new();
+    let s = stream_held(
+        path,
+        max_bytes,
+        max_lines,
+        usize::try_from(max_bytes).unwrap_or(usize::MAX),
+        &mut |l| {
+            bytes.extend_from_slice(l);
+            bytes.push(b'\n');
+            true
+        },
+    )?
+    .ok_or(ReadError::Unsafe)?;
+    Ok(Held {
+        bytes,
+        identity: s.identity,
+    })
 }
 
 /// A held lease: an exclusive `flock` on its lock file. Dropping it deletes the file, then
