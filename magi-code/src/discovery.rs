@@ -239,9 +239,6 @@ fn scan_with(
             Err(ReadError::TooLarge) => return Err(ErrorCode::DiscoveryLimit),
             Err(ReadError::Unsafe) => omitted_invalid = true,
         }
-        if budget.bytes == 0 || budget.lines == 0 {
-            return Err(ErrorCode::DiscoveryLimit);
-        }
         after_file(id);
     }
     let mut second = inventory(sessions.dir(), DIRECTORY_ENTRIES)?;

@@ -244,6 +244,9 @@ fn restore(rt: &Runtime, summary: &Summary, notices: &mut Vec<&'static str>) -> 
 pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> OpResult {
     let id = SessionId::new(id).ok_or(ErrorCode::InvalidParams)?;
     let sessions = Sessions::new(&rt.root);
+    if !sessions.is_safe() {
+        return Err(ErrorCode::SessionInvalid);
+    }
     if let Some(a) = st.attachment.as_mut().filter(|a| a.id == id) {
         if !a.durable {
             // Same-child reopen of a lazy handle.
@@ -367,6 +370,9 @@ pub fn page(
 /// Errors are `persistence_failed`, and nothing is claimed durable that was not written.
 pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Value]) -> Result<(), ErrorCode> {
     let sessions = Sessions::new(&rt.root);
+    if !sessions.is_safe() {
+        return Err(ErrorCode::PersistenceFailed);
+    }
     let path = sessions.history_path(&a.id);
     if !a.durable {
         let lease = Lease::acquire(&sessions, &a.id, LeaseKind::Writer)

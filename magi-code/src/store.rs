@@ -81,6 +81,13 @@ impl Sessions {
         &self.dir
     }
 
+    /// Whether the folder is a real directory (not a symlink): histories are read and written
+    /// only through one.
+    #[must_use]
+    pub fn is_safe(&self) -> bool {
+        fs::symlink_metadata(&self.dir).is_ok_and(|m| m.file_type().is_dir())
+    }
+
     /// `sessions/<id>.jsonl`.
     #[must_use]
     pub fn history_path(&self, id: &SessionId) -> PathBuf {
@@ -613,6 +620,17 @@ mod tests {
             .success());
         assert_eq!(read_held(&fifo, 100, 10).unwrap_err(), ReadError::Unsafe);
         assert_eq!(read_held(d.path(), 100, 10).unwrap_err(), ReadError::Unsafe);
+    }
+
+    #[test]
+    fn a_full_disk_fails_the_append() {
+        let file = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let mut a = Appender {
+            file,
+            check_tail: false,
+        };
+        assert!(a.append(&[serde_json::json!({"x":1})]).is_err());
+        assert!(a.check_tail, "a partial line is cut before the next append");
     }
 
     #[test]

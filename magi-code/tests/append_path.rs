@@ -1,0 +1,212 @@
+//! The durable append path (used by turns and selection) seen from another child: what one
+//! child appends, a new child opens and pages, and leases keep them apart meanwhile.
+
+use magi_code::sessions::{self, SessionState};
+use magi_code::settings::Settings;
+use magi_code::startup::Runtime;
+use protocol_core::ErrorCode;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn runtime(home: &Path, cwd: &Path) -> Runtime {
+    std::fs::create_dir_all(home.join("sessions")).unwrap();
+    Runtime {
+        root: std::fs::canonicalize(home).unwrap(),
+        cwd: std::fs::canonicalize(cwd).unwrap(),
+        settings: Settings::default(),
+        context_id: "0".repeat(64),
+    }
+}
+
+/// Runs one child through `requests` (each answered before the next is sent).
+fn child(home: &Path, cwd: &Path, requests: &[(&str, Value)]) -> Vec<Value> {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_magi-code"))
+        .args(["serve", "--stdio"])
+        .env("MC_HOME", home)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut answers = Vec::new();
+    let mut all = vec![("initialize", json!({"required_capabilities": []}))];
+    all.extend(requests.iter().cloned());
+    for (i, (method, params)) in all.into_iter().enumerate() {
+        let id = format!("r{i}");
+        let f = json!({"protocol":"magi-code.local-agent","version":1,"id":id,"method":method,"params":params});
+        writeln!(stdin, "{f}").unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0);
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id.as_str() {
+                answers.push(v);
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    assert!(c.wait().unwrap().success());
+    answers.remove(0);
+    answers
+}
+
+fn records(id: &str) -> Vec<Value> {
+    let ts = "2026-11-30T12:00:00Z";
+    vec![
+        json!({"type":"user_input","session_id":id,"ts":ts,"run_id":"r1","message_id":"u1","text":"hello"}),
+        json!({"type":"assistant_message","session_id":id,"ts":ts,"run_id":"r1","message_id":"a1","text":"world"}),
+        json!({"type":"run_finished","session_id":id,"ts":ts,"run_id":"r1","outcome":"completed"}),
+    ]
+}
+
+#[test]
+fn appended_history_is_reopened_by_a_new_child() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let rt = runtime(home.path(), cwd.path());
+    let mut st = SessionState::default();
+    sessions::create(&rt, &mut st).unwrap();
+    let a = st.attachment.as_mut().unwrap();
+    let id = a.id.as_str().to_owned();
+    let file = home.path().join("sessions").join(format!("{id}.jsonl"));
+    assert!(!file.exists(), "a lazy handle writes nothing");
+    sessions::append(&rt, a, &records(&id)).unwrap();
+    assert!(a.durable);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "session_meta");
+    assert_eq!(first["cwd"], rt.cwd.to_string_lossy().as_ref());
+    assert_eq!(text.lines().count(), 4);
+
+    // While this attachment holds the writer lease, another child cannot open it.
+    let busy = child(
+        home.path(),
+        cwd.path(),
+        &[("session.open", json!({"session_id": id}))],
+    );
+    assert_eq!(busy[0]["error"], json!({"code":"session_busy"}));
+    let listed = child(home.path(), cwd.path(), &[("session.list", json!({}))]);
+    assert_eq!(listed[0]["result"]["sessions"][0]["eligibility"], "busy");
+
+    // The revision after our own append is refreshed.
+    let old = a.snapshot.revision.clone();
+    let new = sessions::refresh(&rt, a, &magi_code::cancel::Cancel::default()).unwrap();
+    assert_ne!(old, new);
+
+    drop(st);
+    let open = child(
+        home.path(),
+        cwd.path(),
+        &[("session.open", json!({"session_id": id}))],
+    );
+    let rev = open[0]["result"]["revision"].as_str().unwrap().to_owned();
+    assert_eq!(open[0]["result"]["durable"], true);
+    assert_eq!(open[0]["result"]["notices"], json!([]));
+    let page = child(
+        home.path(),
+        cwd.path(),
+        &[
+            ("session.open", json!({"session_id": id})),
+            ("status", json!({})),
+        ],
+    );
+    assert_eq!(page[1]["result"]["session_id"], id.as_str());
+    // Open and page in one child.
+    let both = child(
+        home.path(),
+        cwd.path(),
+        &[("session.open", json!({"session_id": id}))],
+    );
+    assert_ne!(
+        both[0]["result"]["revision"],
+        rev.as_str(),
+        "every open is a fresh revision"
+    );
+    let r = child_open_and_page(home.path(), cwd.path(), &id);
+    let entries = r["result"]["entries"].as_array().unwrap();
+    let got: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, [("user", "hello"), ("assistant", "world")]);
+    assert_eq!(r["result"]["complete"], true);
+}
+
+fn child_open_and_page(home: &Path, cwd: &Path, id: &str) -> Value {
+    // The revision is only known after the open, so drive the two steps by hand.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_magi-code"))
+        .args(["serve", "--stdio"])
+        .env("MC_HOME", home)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut call = |rid: &str, method: &str, params: Value| -> Value {
+        let f = json!({"protocol":"magi-code.local-agent","version":1,"id":rid,"method":method,"params":params});
+        writeln!(stdin, "{f}").unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0);
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == rid {
+                return v;
+            }
+        }
+    };
+    call("i", "initialize", json!({"required_capabilities": []}));
+    let o = call("o", "session.open", json!({"session_id": id}));
+    let rev = o["result"]["revision"].as_str().unwrap().to_owned();
+    let p = call(
+        "p",
+        "history.page",
+        json!({"session_id": id, "revision": rev, "cursor": null}),
+    );
+    drop(stdin);
+    assert!(c.wait().unwrap().success());
+    p
+}
+
+#[test]
+fn a_failed_first_append_claims_nothing_durable() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let rt = runtime(home.path(), cwd.path());
+    let mut st = SessionState::default();
+    sessions::create(&rt, &mut st).unwrap();
+    let a = st.attachment.as_mut().unwrap();
+    let id = a.id.as_str().to_owned();
+    // The history path is taken by a folder: creation fails even for root.
+    std::fs::create_dir(home.path().join("sessions").join(format!("{id}.jsonl"))).unwrap();
+    assert_eq!(
+        sessions::append(&rt, a, &records(&id)),
+        Err(ErrorCode::PersistenceFailed)
+    );
+    assert!(!a.durable);
+    assert!(a.writer.is_none());
+    // A symlinked sessions folder is refused for writing.
+    let home2 = tempfile::tempdir().unwrap();
+    let rt2 = runtime(home2.path(), cwd.path());
+    let mut st2 = SessionState::default();
+    sessions::create(&rt2, &mut st2).unwrap();
+    std::fs::remove_dir(home2.path().join("sessions")).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), home2.path().join("sessions")).unwrap();
+    let a2 = st2.attachment.as_mut().unwrap();
+    let id2 = a2.id.as_str().to_owned();
+    assert_eq!(
+        sessions::append(&rt2, a2, &records(&id2)),
+        Err(ErrorCode::PersistenceFailed)
+    );
+    assert!(!a2.durable);
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+}
