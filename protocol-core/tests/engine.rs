@@ -598,3 +598,35 @@ fn seq_is_strictly_increasing_across_all_frames() {
     }
     protocol_core::fuzzing::check_frames(&s);
 }
+
+#[test]
+fn a_result_too_large_for_one_frame_is_content_limit_never_cut() {
+    let mut s = ready(&[]);
+    s.send(&req("big", "session.list", json!({})));
+    s.worker(WorkerEvent::OpDone {
+        id: op_id(&s),
+        outcome: OpOutcome::Result(json!({ "blob": "x".repeat(70_000) })),
+        view: None,
+    });
+    assert_eq!(last(&s)["id"], "big");
+    assert_eq!(error_of(&last(&s)), Some("content_limit"));
+    assert!(s.lines().iter().all(|l| l.len() < 65_536));
+}
+
+#[test]
+fn discover_limits_are_advertised_only_when_negotiated() {
+    let s = ready(&[]);
+    let limits = &s.frames()[0]["result"]["limits"];
+    assert!(limits.get("discover_page_entries").is_none());
+    assert_eq!(
+        limits.as_object().unwrap().len(),
+        protocol_core::limits::ADVERTISED.len()
+    );
+    let s = ready(&["session.discover"]);
+    let limits = &s.frames()[0]["result"]["limits"];
+    assert_eq!(limits["discover_page_entries"], 100);
+    assert_eq!(
+        limits.as_object().unwrap().len(),
+        protocol_core::limits::ADVERTISED.len() + protocol_core::limits::DISCOVER_ADVERTISED.len()
+    );
+}
