@@ -9,7 +9,7 @@ import json, os, subprocess, sys, tempfile, threading, time, queue, datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "protocol-core", "tests", "traces")
-BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "magi-code")
+BIN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "magi-code")
 
 
 def req(i, method, params=None):
@@ -220,6 +220,53 @@ def stalled_reader(t):
     batch = b"".join(req(f"s{i}", "status") for i in range(400))
     threading.Thread(target=lambda: c.send(batch), daemon=True).start()
     return c.wait_exit(), 1
+
+
+def write_history(c, sid, lines):
+    os.makedirs(os.path.join(c.home, "sessions"), exist_ok=True)
+    with open(os.path.join(c.home, "sessions", f"{sid}.jsonl"), "w") as f:
+        for rec in lines:
+            f.write(json.dumps(rec) + "\n")
+
+
+@scenario("sessions: create (lazy), empty page, open of a stored history, its pages, session_missing, "
+          "stale_session, stale_revision, session.list and session.discover; then shutdown")
+def sessions(t):
+    c = Child(t)
+    ts = "2026-11-30T12:00:00Z"
+    cwd = os.path.realpath(c.cwd)
+    recs = [{"type": "session_meta", "session_id": "stored", "ts": ts, "cwd": cwd}]
+    for i in range(3):
+        recs += [{"type": "user_input", "session_id": "stored", "ts": ts, "run_id": f"r{i}", "text": f"question {i}"},
+                 {"type": "assistant_message", "session_id": "stored", "ts": ts, "run_id": f"r{i}", "message_id": f"a{i}", "text": f"answer {i}"},
+                 {"type": "run_finished", "session_id": "stored", "ts": ts, "run_id": f"r{i}", "outcome": "completed"}]
+    recs.append({"type": "title", "session_id": "stored", "ts": ts, "title": "Three questions"})
+    write_history(c, "stored", recs)
+    c.send(req("r1", "initialize", {"required_capabilities": ["session.discover", "operation.cancel"]}))
+    c.wait_id("r1")
+    c.send(req("r2", "session.create"))
+    lazy = c.wait_id("r2")["result"]
+    c.send(req("r3", "history.page", {"session_id": lazy["session_id"], "revision": lazy["revision"]}))
+    c.wait_id("r3")
+    c.send(req("r4", "session.open", {"session_id": "stored"}))
+    opened = c.wait_id("r4")["result"]
+    c.send(req("r5", "history.page", {"session_id": "stored", "revision": opened["revision"], "cursor": None}))
+    c.wait_id("r5")
+    c.send(req("r6", "history.page", {"session_id": "other", "revision": opened["revision"], "cursor": None}))
+    c.wait_id("r6")
+    c.send(req("r7", "history.page", {"session_id": "stored", "revision": "old", "cursor": None}))
+    c.wait_id("r7")
+    c.send(req("r8", "session.open", {"session_id": "missing"}))
+    c.wait_id("r8")
+    c.send(req("r9", "session.list", {"limit": 1}))
+    c.wait_id("r9")
+    c.send(req("r10", "session.discover", {"limit": 10}))
+    c.wait_id("r10")
+    c.send(req("r11", "operation.cancel", {"request_id": "r10"}))
+    c.wait_id("r11")
+    c.send(req("r12", "shutdown"))
+    c.wait_id("r12")
+    return c.wait_exit(), 0
 
 
 def main():
