@@ -20,40 +20,57 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
     }
 }
 
-/// Runs one child through `requests` (each answered before the next is sent).
-fn child(home: &Path, cwd: &Path, requests: &[(&str, Value)]) -> Vec<Value> {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_magi-code"))
-        .args(["serve", "--stdio"])
-        .env("MC_HOME", home)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = c.stdin.take().unwrap();
-    let mut out = BufReader::new(c.stdout.take().unwrap());
-    let mut answers = Vec::new();
-    let mut all = vec![("initialize", json!({"required_capabilities": []}))];
-    all.extend(requests.iter().cloned());
-    for (i, (method, params)) in all.into_iter().enumerate() {
-        let id = format!("r{i}");
+/// One child with a line client.
+struct Child {
+    proc: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: BufReader<std::process::ChildStdout>,
+    n: usize,
+}
+
+impl Child {
+    fn start(home: &Path, cwd: &Path) -> Self {
+        let mut proc = Command::new(env!("CARGO_BIN_EXE_magi-code"))
+            .args(["serve", "--stdio"])
+            .env("MC_HOME", home)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = proc.stdin.take().unwrap();
+        let out = BufReader::new(proc.stdout.take().unwrap());
+        let mut c = Self {
+            proc,
+            stdin,
+            out,
+            n: 0,
+        };
+        c.call("initialize", json!({"required_capabilities": []}));
+        c
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.n += 1;
+        let id = format!("r{}", self.n);
         let f = json!({"protocol":"magi-code.local-agent","version":1,"id":id,"method":method,"params":params});
-        writeln!(stdin, "{f}").unwrap();
+        writeln!(self.stdin, "{f}").unwrap();
         loop {
             let mut line = String::new();
-            assert!(out.read_line(&mut line).unwrap() > 0);
+            assert!(self.out.read_line(&mut line).unwrap() > 0, "child closed");
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == id.as_str() {
-                answers.push(v);
-                break;
+                return v;
             }
         }
     }
-    drop(stdin);
-    assert!(c.wait().unwrap().success());
-    answers.remove(0);
-    answers
+
+    fn close(self) {
+        drop(self.stdin);
+        let mut p = self.proc;
+        assert!(p.wait().unwrap().success());
+    }
 }
 
 fn records(id: &str) -> Vec<Value> {
@@ -85,95 +102,45 @@ fn appended_history_is_reopened_by_a_new_child() {
     assert_eq!(text.lines().count(), 4);
 
     // While this attachment holds the writer lease, another child cannot open it.
-    let busy = child(
-        home.path(),
-        cwd.path(),
-        &[("session.open", json!({"session_id": id}))],
+    let mut other = Child::start(home.path(), cwd.path());
+    assert_eq!(
+        other.call("session.open", json!({"session_id": id}))["error"],
+        json!({"code":"session_busy"})
     );
-    assert_eq!(busy[0]["error"], json!({"code":"session_busy"}));
-    let listed = child(home.path(), cwd.path(), &[("session.list", json!({}))]);
-    assert_eq!(listed[0]["result"]["sessions"][0]["eligibility"], "busy");
+    assert_eq!(
+        other.call("session.list", json!({}))["result"]["sessions"][0]["eligibility"],
+        "busy"
+    );
+    other.close();
 
     // The revision after our own append is refreshed.
     let old = a.snapshot.revision.clone();
     let new = sessions::refresh(&rt, a, &magi_code::cancel::Cancel::default()).unwrap();
     assert_ne!(old, new);
 
+    // Detaching releases the lease; a new child opens and pages the same history.
     drop(st);
-    let open = child(
-        home.path(),
-        cwd.path(),
-        &[("session.open", json!({"session_id": id}))],
+    let mut c = Child::start(home.path(), cwd.path());
+    let open = c.call("session.open", json!({"session_id": id}));
+    assert_eq!(open["result"]["durable"], true);
+    assert_eq!(open["result"]["notices"], json!([]));
+    let rev = open["result"]["revision"].as_str().unwrap().to_owned();
+    assert_eq!(
+        c.call("status", json!({}))["result"]["session_id"],
+        id.as_str()
     );
-    let rev = open[0]["result"]["revision"].as_str().unwrap().to_owned();
-    assert_eq!(open[0]["result"]["durable"], true);
-    assert_eq!(open[0]["result"]["notices"], json!([]));
-    let page = child(
-        home.path(),
-        cwd.path(),
-        &[
-            ("session.open", json!({"session_id": id})),
-            ("status", json!({})),
-        ],
+    let page = c.call(
+        "history.page",
+        json!({"session_id": id, "revision": rev, "cursor": null}),
     );
-    assert_eq!(page[1]["result"]["session_id"], id.as_str());
-    // Open and page in one child.
-    let both = child(
-        home.path(),
-        cwd.path(),
-        &[("session.open", json!({"session_id": id}))],
-    );
-    assert_ne!(
-        both[0]["result"]["revision"],
-        rev.as_str(),
-        "every open is a fresh revision"
-    );
-    let r = child_open_and_page(home.path(), cwd.path(), &id);
-    let entries = r["result"]["entries"].as_array().unwrap();
+    let entries = page["result"]["entries"].as_array().unwrap();
     let got: Vec<(&str, &str)> = entries
         .iter()
         .map(|e| (e["kind"].as_str().unwrap(), e["text"].as_str().unwrap()))
         .collect();
     assert_eq!(got, [("user", "hello"), ("assistant", "world")]);
-    assert_eq!(r["result"]["complete"], true);
-}
-
-fn child_open_and_page(home: &Path, cwd: &Path, id: &str) -> Value {
-    // The revision is only known after the open, so drive the two steps by hand.
-    let mut c = Command::new(env!("CARGO_BIN_EXE_magi-code"))
-        .args(["serve", "--stdio"])
-        .env("MC_HOME", home)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = c.stdin.take().unwrap();
-    let mut out = BufReader::new(c.stdout.take().unwrap());
-    let mut call = |rid: &str, method: &str, params: Value| -> Value {
-        let f = json!({"protocol":"magi-code.local-agent","version":1,"id":rid,"method":method,"params":params});
-        writeln!(stdin, "{f}").unwrap();
-        loop {
-            let mut line = String::new();
-            assert!(out.read_line(&mut line).unwrap() > 0);
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == rid {
-                return v;
-            }
-        }
-    };
-    call("i", "initialize", json!({"required_capabilities": []}));
-    let o = call("o", "session.open", json!({"session_id": id}));
-    let rev = o["result"]["revision"].as_str().unwrap().to_owned();
-    let p = call(
-        "p",
-        "history.page",
-        json!({"session_id": id, "revision": rev, "cursor": null}),
-    );
-    drop(stdin);
-    assert!(c.wait().unwrap().success());
-    p
+    assert_eq!(page["result"]["complete"], true);
+    c.close();
 }
 
 #[test]
