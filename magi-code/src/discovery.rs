@@ -165,9 +165,8 @@ fn examine(
     }
     let ours = st.attachment.as_ref().is_some_and(|a| &a.id == id);
     let unverified = parsed.cwds.is_empty();
-    let eligibility = if ours {
-        "available"
-    } else if lease {
+    // Lease files of this child's own attachment do not make it busy to this child.
+    let eligibility = if lease && !ours {
         "busy"
     } else if unverified {
         "cwd_unverified"
