@@ -141,10 +141,32 @@ pub struct Report {
     pub mismatches: Vec<Mismatch>,
 }
 
+/// The instance ID replayed engines run with: recorded IDs are random by design, so they are
+/// compared by shape (a UUID) and consistency (every frame of a child carries the one its
+/// `start` record names), not by value.
+pub const REPLAY_INSTANCE_ID: &str = "00000000-0000-4000-8000-00000000beef";
+
+/// Whether `s` is shaped like a hyphenated UUID.
+#[must_use]
+pub fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                b == b'-'
+            } else {
+                b.is_ascii_hexdigit()
+            }
+        })
+}
+
 struct Child {
     engine: Engine,
     commands: std::collections::VecDeque<WorkerCommand>,
     exit: Option<i32>,
+    recorded_instance: String,
+    /// Recorded and replayed output bytes not yet compared (an incomplete last frame).
+    recorded: Vec<u8>,
+    replayed: Vec<u8>,
 }
 
 impl Child {
@@ -196,12 +218,20 @@ pub fn replay(text: &str) -> Report {
         report.records += 1;
         let now = Time(rec.t_ms);
         if let Step::Start { instance_id } = &rec.step {
+            if !is_uuid(instance_id) {
+                report
+                    .mismatches
+                    .push(bad(line, "recorded instance_id is not a UUID"));
+            }
             children.insert(
                 rec.child.clone(),
                 Child {
-                    engine: Engine::new(Config::default(), instance_id, now),
+                    engine: Engine::new(Config::default(), REPLAY_INSTANCE_ID, now),
                     commands: Default::default(),
                     exit: None,
+                    recorded_instance: instance_id.clone(),
+                    recorded: Vec::new(),
+                    replayed: Vec::new(),
                 },
             );
             continue;
@@ -248,19 +278,18 @@ pub fn replay(text: &str) -> Report {
                     continue;
                 };
                 let got = c.engine.pending_write().unwrap_or_default();
-                if got.starts_with(&want) {
-                    c.engine.handle_written(want.len(), now);
-                } else {
-                    let n = want.len().min(got.len());
+                let n = want.len().min(got.len());
+                if n < want.len() {
                     report.mismatches.push(bad(
                         line,
-                        &format!(
-                            "output differs: got {:?}",
-                            String::from_utf8_lossy(&got[..n.max(got.len().min(200))])
-                        ),
+                        "the engine had less output pending than was recorded",
                     ));
-                    // Resynchronise on the recorded write so later records still check.
-                    c.engine.handle_written(n, now);
+                }
+                c.replayed.extend_from_slice(&got[..n]);
+                c.recorded.extend_from_slice(&want);
+                c.engine.handle_written(n, now);
+                for what in compare_frames(c) {
+                    report.mismatches.push(bad(line, &what));
                 }
             }
             Step::Exit { code } => {
@@ -277,6 +306,44 @@ pub fn replay(text: &str) -> Report {
     }
     report.children = children.len();
     report
+}
+
+/// Compares the complete frames seen so far: equal bytes once the recorded instance ID is
+/// replaced by the replay one, which it must be everywhere (consistency).
+fn compare_frames(c: &mut Child) -> Vec<String> {
+    let mut out = Vec::new();
+    let rec_id = c.recorded_instance.as_bytes();
+    while let Some(end) = c.recorded.iter().position(|b| *b == b'\n') {
+        let rec: Vec<u8> = c.recorded.drain(..=end).collect();
+        let act: Vec<u8> = c
+            .replayed
+            .drain(..(end + 1).min(c.replayed.len()))
+            .collect();
+        let mut normalized = rec.clone();
+        let mut i = 0;
+        while let Some(p) = normalized[i..]
+            .windows(rec_id.len().max(1))
+            .position(|w| w == rec_id)
+        {
+            let at = i + p;
+            normalized[at..at + rec_id.len()].copy_from_slice(REPLAY_INSTANCE_ID.as_bytes());
+            i = at + rec_id.len();
+        }
+        let marker = b"\"instance_id\":\"";
+        let consistent = normalized
+            .windows(marker.len())
+            .position(|w| w == marker)
+            .is_none_or(|p| {
+                normalized[p + marker.len()..].starts_with(REPLAY_INSTANCE_ID.as_bytes())
+            });
+        if !consistent {
+            out.push("a frame carries another instance_id than its child's start record".into());
+        } else if normalized != act {
+            let shown = String::from_utf8_lossy(&act[..act.len().min(200)]).into_owned();
+            out.push(format!("output differs: got {shown:?}"));
+        }
+    }
+    out
 }
 
 /// Serializes one record as a trace line (LF included).

@@ -114,6 +114,31 @@ fn a_tampered_trace_is_reported() {
     let wrong_exit = text.replace("\"dir\":\"exit\",\"code\":0", "\"dir\":\"exit\",\"code\":1");
     assert_ne!(wrong_exit, text);
     assert!(!replay(&wrong_exit).mismatches.is_empty());
+    // Instance IDs are compared by shape and consistency: one frame with another ID is caught,
+    // and so is a start record that is not a UUID.
+    let start: Record = text
+        .lines()
+        .skip(1)
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap();
+    let Step::Start { instance_id } = start.step else {
+        panic!("first record starts the child")
+    };
+    let other = "11111111-2222-4333-8444-555555555555";
+    let one_frame = text.replacen(
+        &format!("\\\"instance_id\\\":\\\"{instance_id}"),
+        &format!("\\\"instance_id\\\":\\\"{other}"),
+        1,
+    );
+    assert_ne!(one_frame, text);
+    assert!(!replay(&one_frame).mismatches.is_empty());
+    let everywhere = text.replace(&instance_id, other);
+    assert!(
+        replay(&everywhere).mismatches.is_empty(),
+        "another valid ID, used consistently, replays"
+    );
+    let not_uuid = text.replace(&instance_id, "not-a-uuid-but-thirty-six-chars-long");
+    assert!(!replay(&not_uuid).mismatches.is_empty());
     // And a missing header.
     let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
     assert!(!replay(&body).mismatches.is_empty());
