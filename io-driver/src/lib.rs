@@ -321,7 +321,10 @@ impl Loop {
                 }
             }
             // 4. Worker events.
-            while let Ok(ev) = self.events_rx.try_recv() {
+            while self.engine.accepts_worker_event() {
+                let Ok(ev) = self.events_rx.try_recv() else {
+                    break;
+                };
                 if self.recorder.is_some() {
                     self.rec(now, Step::Worker { event: ev.clone() });
                 }

@@ -185,6 +185,20 @@ impl Backend for Workers {
                     }
                 }
             }
+            // Turns arrive with the runner; until then admission is refused without events.
+            WorkerCommand::StartTurn { id, .. } => {
+                sink.send(WorkerEvent::TurnRejected {
+                    id,
+                    code: ErrorCode::UnsupportedMethod,
+                });
+            }
+            WorkerCommand::CancelRun { .. } => {}
+            WorkerCommand::AnswerApproval { id, .. } => {
+                sink.send(WorkerEvent::Reply {
+                    id,
+                    outcome: OpOutcome::Error(ErrorCode::StaleApproval),
+                });
+            }
             WorkerCommand::Cleanup => self.cleanup(sink),
         }
     }

@@ -123,6 +123,14 @@ pub struct Engine {
     /// The serialized `status` result, rebuilt only when state or view changes: `status` is
     /// the hot path of a polling client.
     status_cache: Option<Vec<u8>>,
+    /// A `turn.start` awaiting admission.
+    turn: Option<RequestId>,
+    /// The active run.
+    run: Option<String>,
+    /// Requests answered by [`WorkerEvent::Reply`] (each holds a reserved slot).
+    replies: Vec<RequestId>,
+    /// A critical run event waiting for output room; no other worker event is taken meanwhile.
+    held: Option<WorkerEvent>,
 }
 
 impl Engine {
@@ -145,6 +153,10 @@ impl Engine {
             eof: false,
             incomplete_pending: false,
             status_cache: None,
+            turn: None,
+            run: None,
+            replies: Vec::new(),
+            held: None,
         }
     }
 
@@ -164,6 +176,19 @@ impl Engine {
     #[must_use]
     pub fn wants_input(&self) -> bool {
         !self.is_stopping() && !self.eof && self.backlog_pos >= self.backlog.len()
+    }
+
+    /// Whether the driver may hand over another worker event (false while a critical event
+    /// waits for output room, so the bounded channel pushes back on the worker).
+    #[must_use]
+    pub fn accepts_worker_event(&self) -> bool {
+        self.held.is_none()
+    }
+
+    /// The active run, if any.
+    #[must_use]
+    pub fn active_run(&self) -> Option<&str> {
+        self.run.as_deref()
     }
 
     /// Bytes held: the partial frame plus the unparsed rest of the last batch.
@@ -268,6 +293,45 @@ impl Engine {
                 }
                 self.pump(now);
             }
+            WorkerEvent::TurnAdmitted { id, run_id } => {
+                if self.turn.as_ref() == Some(&id) {
+                    self.turn = None;
+                    self.reserved -= 1;
+                    self.respond(
+                        Some(&id),
+                        Ok(json!({ "run_id": run_id, "accepted": true })),
+                        now,
+                    );
+                    self.run = Some(run_id);
+                    self.status_cache = None;
+                } else if self.is_stopping() && self.run.is_none() {
+                    // Admitted after shutdown answered it: the run still owes its terminal.
+                    self.run = Some(run_id.clone());
+                    self.outputs
+                        .push_back(Output::Worker(WorkerCommand::CancelRun { run_id }));
+                }
+            }
+            WorkerEvent::TurnRejected { id, code } => {
+                if self.turn.as_ref() == Some(&id) {
+                    self.turn = None;
+                    self.reserved -= 1;
+                    self.respond(Some(&id), Err(code), now);
+                }
+            }
+            ev @ (WorkerEvent::RunEvent { .. } | WorkerEvent::RunFinished { .. }) => {
+                self.run_event(ev, now)
+            }
+            WorkerEvent::Reply { id, outcome } => {
+                if let Some(i) = self.replies.iter().position(|r| *r == id) {
+                    self.replies.swap_remove(i);
+                    self.reserved -= 1;
+                    let out = match outcome {
+                        OpOutcome::Result(v) => Ok(v),
+                        OpOutcome::Error(c) => Err(c),
+                    };
+                    self.respond(Some(&id), out, now);
+                }
+            }
             WorkerEvent::CleanupDone => {
                 if let State::Stopping(s) = &self.state {
                     if s.phase == StopPhase::CleanupWait {
@@ -279,9 +343,61 @@ impl Engine {
         self.check_drained(now);
     }
 
+    fn run_event(&mut self, ev: WorkerEvent, now: Time) {
+        let (run_id, critical) = match &ev {
+            WorkerEvent::RunEvent {
+                run_id, critical, ..
+            } => (run_id, *critical),
+            WorkerEvent::RunFinished { run_id, .. } => (run_id, true),
+            _ => return,
+        };
+        if self.run.as_ref() != Some(run_id) {
+            return;
+        }
+        if self.held.is_some() || !self.room() {
+            if critical && self.held.is_none() {
+                self.held = Some(ev);
+            }
+            // A best-effort delta is dropped before it gets a seq (`decisions.md` 2).
+            return;
+        }
+        let instance = &self.instance_id;
+        let pushed = match &ev {
+            WorkerEvent::RunEvent { name, data, .. } => self
+                .outq
+                .push(now, |seq, b| encode::event(b, instance, seq, name, data)),
+            WorkerEvent::RunFinished { data, .. } => self.outq.push(now, |seq, b| {
+                encode::event(b, instance, seq, "run.finished", data)
+            }),
+            _ => return,
+        };
+        if pushed.is_err() {
+            // Events are built bounded by the runner; one that cannot fit is a lost critical
+            // delivery, which ends the connection rather than the promise.
+            self.stop(StopReason::QueueOverflow, now);
+            return;
+        }
+        if let WorkerEvent::RunFinished { view, .. } = ev {
+            self.run = None;
+            if let (Some(view), State::Ready(current)) = (view, &mut self.state) {
+                *current = view;
+            }
+            self.status_cache = None;
+        }
+    }
+
+    fn flush_held(&mut self, now: Time) {
+        if self.held.is_some() && self.room() {
+            if let Some(ev) = self.held.take() {
+                self.run_event(ev, now);
+            }
+        }
+    }
+
     /// The writer accepted `n` bytes of [`Self::pending_write`].
     pub fn handle_written(&mut self, n: usize, now: Time) {
         self.outq.written(n);
+        self.flush_held(now);
         self.pump(now);
         self.flush_incomplete(now);
         self.check_drained(now);
@@ -501,8 +617,61 @@ impl Engine {
                 }
                 _ => self.respond(Some(&id), Err(ErrorCode::StaleOperation), now),
             },
+            Request::TurnStart { session_id, prompt } => {
+                if let Err(code) = self.check_session(&session_id) {
+                    self.respond(Some(&id), Err(code), now);
+                } else if self.op.is_some() || self.turn.is_some() || self.run.is_some() {
+                    self.respond(Some(&id), Err(ErrorCode::Busy), now);
+                } else {
+                    self.turn = Some(id.clone());
+                    self.reserved += 1;
+                    self.outputs
+                        .push_back(Output::Worker(WorkerCommand::StartTurn {
+                            id,
+                            session_id,
+                            prompt,
+                        }));
+                }
+            }
+            Request::TurnCancel { session_id, run_id } => {
+                if let Err(code) = self.check_session(&session_id) {
+                    self.respond(Some(&id), Err(code), now);
+                } else if self.run.as_deref() == Some(run_id.as_str()) {
+                    self.outputs
+                        .push_back(Output::Worker(WorkerCommand::CancelRun { run_id }));
+                    self.respond(
+                        Some(&id),
+                        Ok(json!({ "cancellation_requested": true })),
+                        now,
+                    );
+                } else {
+                    self.respond(Some(&id), Err(ErrorCode::StaleRun), now);
+                }
+            }
+            Request::ApprovalAnswer {
+                session_id,
+                run_id,
+                approval_id,
+                allow,
+            } => {
+                if let Err(code) = self.check_session(&session_id) {
+                    self.respond(Some(&id), Err(code), now);
+                } else if self.run.as_deref() == Some(run_id.as_str()) {
+                    self.replies.push(id.clone());
+                    self.reserved += 1;
+                    self.outputs
+                        .push_back(Output::Worker(WorkerCommand::AnswerApproval {
+                            id,
+                            run_id,
+                            approval_id,
+                            allow,
+                        }));
+                } else {
+                    self.respond(Some(&id), Err(ErrorCode::StaleApproval), now);
+                }
+            }
             request => {
-                if self.op.is_some() {
+                if self.op.is_some() || self.turn.is_some() || self.run.is_some() {
                     self.respond(Some(&id), Err(ErrorCode::Busy), now);
                     return;
                 }
@@ -514,6 +683,18 @@ impl Engine {
                 self.outputs
                     .push_back(Output::Worker(WorkerCommand::StartOp { id, request }));
             }
+        }
+    }
+
+    /// The attachment check every turn method starts with (`decisions.md` 29).
+    fn check_session(&self, session_id: &str) -> Result<(), ErrorCode> {
+        let State::Ready(view) = &self.state else {
+            return Err(ErrorCode::NotInitialized);
+        };
+        match view.session_id.as_deref() {
+            None => Err(ErrorCode::SessionMissing),
+            Some(s) if s == session_id => Ok(()),
+            Some(_) => Err(ErrorCode::StaleSession),
         }
     }
 
@@ -570,13 +751,13 @@ impl Engine {
     pub fn status_value(&self) -> Value {
         match &self.state {
             State::Ready(v) => json!({
-                "state": "idle",
+                "state": if self.run.is_some() { "running" } else { "idle" },
                 "readiness": "ready",
                 "provider": v.provider,
                 "model": v.model,
                 "context_id": v.context_id,
                 "session_id": v.session_id,
-                "run_id": null,
+                "run_id": self.run,
                 "selection": v.selection,
             }),
             State::Failed {
@@ -632,8 +813,12 @@ impl Engine {
                     StopReason::Shutdown | StopReason::Eof => 0,
                     _ => 1,
                 },
-                closing_deadline: (reason == StopReason::Eof)
-                    .then(|| now.plus_ms(CLOSING_DEADLINE_MS)),
+                // EOF always drains under the closing deadline; any stop that must wait for a run
+                // terminal gets the same bound.
+                closing_deadline: (reason == StopReason::Eof
+                    || self.run.is_some()
+                    || self.turn.is_some())
+                .then(|| now.plus_ms(CLOSING_DEADLINE_MS)),
                 cleanup_deadline: None,
             }),
         );
@@ -659,9 +844,22 @@ impl Engine {
                 }
             }
         }
+        // A turn awaiting admission is cancelled but still answered by its worker; an active
+        // run is cancelled and still owes its terminal event, which draining waits for.
+        if let Some(turn) = &self.turn {
+            self.outputs
+                .push_back(Output::Worker(WorkerCommand::CancelOp { id: turn.clone() }));
+        }
+        if let Some(run_id) = &self.run {
+            self.outputs
+                .push_back(Output::Worker(WorkerCommand::CancelRun {
+                    run_id: run_id.clone(),
+                }));
+        }
         if fatal_output {
             self.outq.abandon();
             self.incomplete_pending = false;
+            self.held = None;
             self.begin_cleanup(now);
         }
     }
@@ -675,7 +873,12 @@ impl Engine {
 
     fn check_drained(&mut self, now: Time) {
         if let State::Stopping(s) = &self.state {
-            if s.phase == StopPhase::Draining && self.outq.is_empty() && !self.incomplete_pending {
+            let run_done = self.run.is_none() && self.turn.is_none() && self.held.is_none();
+            if s.phase == StopPhase::Draining
+                && self.outq.is_empty()
+                && !self.incomplete_pending
+                && run_done
+            {
                 self.begin_cleanup(now);
             }
         }

@@ -32,6 +32,33 @@ pub enum WorkerCommand {
         /// The operation's request ID.
         id: RequestId,
     },
+    /// Admit and run a turn on the attached session; answer [`WorkerEvent::TurnAdmitted`] or
+    /// [`WorkerEvent::TurnRejected`], then stream [`WorkerEvent::RunEvent`]s and end with
+    /// [`WorkerEvent::RunFinished`].
+    StartTurn {
+        /// The `turn.start` request ID.
+        id: RequestId,
+        /// The attached session (already checked by the engine).
+        session_id: String,
+        /// The prompt (bounds already checked).
+        prompt: String,
+    },
+    /// Cancel the active run (idempotent); its terminal event still follows.
+    CancelRun {
+        /// The run.
+        run_id: String,
+    },
+    /// Record an approval answer; answer with [`WorkerEvent::Reply`].
+    AnswerApproval {
+        /// The `approval.answer` request ID.
+        id: RequestId,
+        /// The active run.
+        run_id: String,
+        /// The approval.
+        approval_id: String,
+        /// The decision.
+        allow: bool,
+    },
     /// Stop everything and release resources; answer [`WorkerEvent::CleanupDone`].
     Cleanup,
 }
@@ -94,6 +121,48 @@ pub enum WorkerEvent {
         /// A new `status` view, when the operation changed attachment or selection.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         view: Option<ReadyView>,
+    },
+    /// A turn was admitted: the `turn.start` response, then the run is active.
+    TurnAdmitted {
+        /// The `turn.start` request ID.
+        id: RequestId,
+        /// The run-scoped UUID.
+        run_id: String,
+    },
+    /// A turn was refused before any event.
+    TurnRejected {
+        /// The `turn.start` request ID.
+        id: RequestId,
+        /// The error code.
+        code: ErrorCode,
+    },
+    /// One live event of the active run (`data` carries `session_id` and `run_id`).
+    RunEvent {
+        /// The run.
+        run_id: String,
+        /// The event name (`message.delta`, `activity`, …).
+        name: String,
+        /// The event data.
+        data: Value,
+        /// Critical events wait for output room; best-effort ones are dropped without a `seq`.
+        critical: bool,
+    },
+    /// The run ended after worker and cleanup accounting: emits `run.finished` and ends it.
+    RunFinished {
+        /// The run.
+        run_id: String,
+        /// The `run.finished` data.
+        data: Value,
+        /// A new `status` view (history revision, selection), if it changed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        view: Option<ReadyView>,
+    },
+    /// The answer to a request that does not own a worker slot (`approval.answer`).
+    Reply {
+        /// The request ID.
+        id: RequestId,
+        /// Its outcome.
+        outcome: OpOutcome,
     },
     /// Every worker stopped and resources were released.
     CleanupDone,
