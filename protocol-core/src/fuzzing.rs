@@ -2,10 +2,12 @@
 //! the invariants that must hold for any input; a panic here is a bug.
 
 use crate::framing::{FrameEvent, LineAt, LineDecoder};
+use crate::ids::RequestId;
 use crate::limits::{
     INPUT_FRAME_BYTES, OUTPUT_FRAME_BYTES, PENDING_OUTPUT_FRAMES, READ_BATCH_BYTES,
 };
-use crate::sim::Sim;
+use crate::sim::{ready_view, request, Sim};
+use crate::worker::{OpOutcome, WorkerEvent};
 
 /// Feeds `data` to a decoder in chunks whose sizes come from the data itself.
 pub fn framing(data: &[u8]) {
@@ -53,7 +55,21 @@ pub fn engine(data: &[u8]) {
     };
     let mut sim = Sim::new();
     sim.write_chunk = 1 + (mode as usize % 5) * 1000;
+    // Mode bit 0x20: a run is active and emits events between the client's writes.
+    let run = (mode & 0x20 != 0).then(|| start_run(&mut sim));
     for chunk in input.chunks(READ_BATCH_BYTES + 13) {
+        if let Some(run) = &run {
+            if sim.engine.accepts_worker_event() {
+                let critical = chunk.first().is_some_and(|b| b & 1 == 1);
+                sim.worker(WorkerEvent::RunEvent {
+                    run_id: run.clone(),
+                    name: "message.delta".into(),
+                    data: serde_json::json!({"session_id": "s1", "run_id": run, "part": chunk.len()}),
+                    critical,
+                });
+            }
+            sim.stalled = chunk.last().is_some_and(|b| b & 2 == 2);
+        }
         sim.send(chunk);
         if mode & 0x40 != 0 {
             sim.advance(700);
@@ -61,11 +77,57 @@ pub fn engine(data: &[u8]) {
         assert!(sim.max_buffered_input <= INPUT_FRAME_BYTES + READ_BATCH_BYTES);
         assert!(sim.max_queued <= PENDING_OUTPUT_FRAMES);
     }
+    if let Some(run) = &run {
+        sim.stalled = false;
+        sim.run();
+        if sim.engine.accepts_worker_event() {
+            sim.worker(WorkerEvent::RunFinished {
+                run_id: run.clone(),
+                data: serde_json::json!({"session_id": "s1", "run_id": run, "outcome": "completed"}),
+                view: None,
+            });
+        }
+    }
     if mode & 0x80 != 0 {
         sim.close_input();
     }
     sim.advance(5_000);
     check_frames(&sim);
+}
+
+/// Initializes, attaches session `s1` and admits a run; returns its ID.
+fn start_run(sim: &mut Sim) -> String {
+    sim.send(&request(
+        "fz-init",
+        "initialize",
+        &serde_json::json!({"required_capabilities": []}),
+    ));
+    sim.send(&request(
+        "fz-create",
+        "session.create",
+        &serde_json::json!({}),
+    ));
+    let mut view = ready_view();
+    view.session_id = Some("s1".into());
+    if let Some(id) = RequestId::new("fz-create") {
+        sim.worker(WorkerEvent::OpDone {
+            id,
+            outcome: OpOutcome::Result(serde_json::json!({})),
+            view: Some(view),
+        });
+    }
+    sim.send(&request(
+        "fz-turn",
+        "turn.start",
+        &serde_json::json!({"session_id": "s1", "prompt": "go"}),
+    ));
+    if let Some(id) = RequestId::new("fz-turn") {
+        sim.worker(WorkerEvent::TurnAdmitted {
+            id,
+            run_id: "run-1".into(),
+        });
+    }
+    "run-1".into()
 }
 
 /// Every written frame is one JSON object within the output bound, and `seq` goes 1, 2, 3, …
