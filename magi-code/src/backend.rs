@@ -30,6 +30,8 @@ pub struct Workers {
     shared: Arc<Shared>,
     init: Option<Running>,
     op: Option<(RequestId, Running)>,
+    /// The turn (admission and run), keyed by its `turn.start` request ID.
+    run: Option<(RequestId, Running)>,
     finished: Vec<JoinHandle<()>>,
 }
 
@@ -42,6 +44,7 @@ impl Workers {
             shared: Arc::new(Shared::default()),
             init: None,
             op: None,
+            run: None,
             finished: Vec::new(),
         }
     }
@@ -136,13 +139,51 @@ impl Workers {
         }
     }
 
+    fn start_turn(&mut self, id: RequestId, session_id: String, prompt: String, sink: &EventSink) {
+        let cancel = Arc::new(Cancel::default());
+        let (c, s, shared, rid) = (
+            cancel.clone(),
+            sink.clone(),
+            self.shared.clone(),
+            id.clone(),
+        );
+        let handle = Self::spawn("mc-run", move || {
+            let sink2 = s.clone();
+            let rid2 = rid.clone();
+            let res = catch_unwind(AssertUnwindSafe(|| {
+                crate::runner::run_turn(&shared, &s, &c, rid, session_id, prompt)
+            }));
+            if res.is_err() {
+                // A panic before admission rejects the turn; after it the engine's closing
+                // deadline bounds the missing terminal.
+                sink2.send(WorkerEvent::TurnRejected {
+                    id: rid2,
+                    code: ErrorCode::ExecutionFailed,
+                });
+            }
+        });
+        match handle {
+            Some(handle) => {
+                if let Some((_, old)) = self.run.replace((id, Running { cancel, handle })) {
+                    self.finished.push(old.handle);
+                }
+            }
+            None => {
+                sink.send(WorkerEvent::TurnRejected {
+                    id,
+                    code: ErrorCode::Busy,
+                });
+            }
+        }
+    }
+
     fn cleanup(&mut self, sink: &EventSink) {
         let mut handles: Vec<JoinHandle<()>> = std::mem::take(&mut self.finished);
         if let Some(r) = self.init.take() {
             r.cancel.cancel();
             handles.push(r.handle);
         }
-        if let Some((_, r)) = self.op.take() {
+        for (_, r) in self.op.take().into_iter().chain(self.run.take()) {
             r.cancel.cancel();
             handles.push(r.handle);
         }
@@ -179,20 +220,23 @@ impl Backend for Workers {
             }
             WorkerCommand::StartOp { id, request } => self.start_op(id, request, sink),
             WorkerCommand::CancelOp { id } => {
-                if let Some((op_id, r)) = &self.op {
+                for (op_id, r) in self.op.iter().chain(self.run.iter()) {
                     if *op_id == id {
                         r.cancel.cancel();
                     }
                 }
             }
-            // Turns arrive with the runner; until then admission is refused without events.
-            WorkerCommand::StartTurn { id, .. } => {
-                sink.send(WorkerEvent::TurnRejected {
-                    id,
-                    code: ErrorCode::UnsupportedMethod,
-                });
+            WorkerCommand::StartTurn {
+                id,
+                session_id,
+                prompt,
+            } => self.start_turn(id, session_id, prompt, sink),
+            WorkerCommand::CancelRun { .. } => {
+                // One run at a time: the engine checked the run ID.
+                if let Some((_, r)) = &self.run {
+                    r.cancel.cancel();
+                }
             }
-            WorkerCommand::CancelRun { .. } => {}
             WorkerCommand::AnswerApproval { id, .. } => {
                 sink.send(WorkerEvent::Reply {
                     id,

@@ -44,6 +44,8 @@ pub struct Summary {
     pub preferences: Option<Preferences>,
     /// Records read.
     pub records: usize,
+    /// Turns recorded (`user_input` records).
+    pub turns: usize,
 }
 
 const EFFORTS: [&str; 6] = ["default", "low", "medium", "high", "xhigh", "max"];
@@ -170,6 +172,9 @@ impl<'a> Reader<'a> {
         check_record(&m).ok_or(HistoryError::Invalid)?;
         let sum = &mut self.summary;
         sum.records += 1;
+        if s(&m, "type") == Some("user_input") {
+            sum.turns += 1;
+        }
         sum.updated_ms = Some(sum.updated_ms.map_or(ts, |u| u.max(ts)));
         if let Some(cwd) = s(&m, "cwd").filter(|c| !c.is_empty()) {
             sum.cwds.push(cwd.to_owned());

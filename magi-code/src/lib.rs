@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod history;
 pub mod ops;
 pub mod redact;
+pub mod runner;
 pub mod serve;
 pub mod sessions;
 pub mod settings;

@@ -88,6 +88,8 @@ pub struct Attachment {
     appender: Option<Appender>,
     /// The current history snapshot.
     pub snapshot: Snapshot,
+    /// Turns recorded in the history (the scripted provider plays `turns[n mod len]`).
+    pub turns: usize,
 }
 
 /// Session state of one child, owned by the session worker.
@@ -127,6 +129,7 @@ pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
         writer: None,
         appender: None,
         snapshot: Snapshot::empty(),
+        turns: 0,
     };
     let result = json!({ "session_id": a.id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
     // The previous attachment (and its lease) is released only now that the new one exists.
@@ -264,6 +267,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
             identity: Some(loaded.identity),
             stale: false,
         };
+        a.turns = loaded.summary.turns;
         let result = json!({ "session_id": id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
         st.selection = Some(selection);
         return Ok((result, Some(view(rt, st))));
@@ -295,6 +299,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
             identity: Some(loaded.identity),
             stale: false,
         },
+        turns: loaded.summary.turns,
     };
     let result = json!({ "session_id": a.id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
     st.attachment = Some(a);
@@ -414,5 +419,6 @@ pub fn refresh(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<Stri
         identity: Some(loaded.identity),
         stale: false,
     };
+    a.turns = loaded.summary.turns;
     Ok(a.snapshot.revision.clone())
 }

@@ -148,7 +148,7 @@ impl Identity {
     }
 }
 
-/// A file read through one held descriptor (complete lines only).
+/// A file read through one held descriptor.
 #[derive(Debug, Clone)]
 pub struct Held {
     /// The bytes read (at most the budget).
@@ -259,25 +259,44 @@ pub fn stream_held(
     }))
 }
 
-/// [`stream_held`] collecting the whole file (tests and small files).
+/// Reads a whole small file under the same rules as [`stream_held`] (one open without
+/// following symlinks, a regular file, at most `max_bytes` and `max_lines`, unchanged identity),
+/// including a last line without LF.
 pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, ReadError> {
-    let mut bytes = Vec::new();
-    let s = stream_held(
-        path,
-        max_bytes,
-        max_lines,
-        usize::try_from(max_bytes).unwrap_or(usize::MAX),
-        &mut |l| {
-            bytes.extend_from_slice(l);
-            bytes.push(b'\n');
-            true
-        },
-    )?
-    .ok_or(ReadError::Unsafe)?;
-    Ok(Held {
-        bytes,
-        identity: s.identity,
-    })
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ReadError::Missing,
+            _ => ReadError::Unsafe,
+        })?;
+    let before = file.metadata().map_err(|_| ReadError::Unsafe)?;
+    if !before.file_type().is_file() {
+        return Err(ReadError::Unsafe);
+    }
+    if before.len() > max_bytes {
+        return Err(ReadError::TooLarge);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(before.len()).unwrap_or(0));
+    (&file)
+        .take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| ReadError::Unsafe)?;
+    if bytes.len() as u64 > max_bytes || memchr::memchr_iter(b'\n', &bytes).count() > max_lines {
+        return Err(ReadError::TooLarge);
+    }
+    let after = file.metadata().map_err(|_| ReadError::Unsafe)?;
+    let identity = Identity::of(&after);
+    let named = fs::symlink_metadata(path).map_err(|_| ReadError::Unsafe)?;
+    if Identity::of(&before) != identity
+        || identity.len != bytes.len() as u64
+        || named.ino() != identity.ino
+        || named.dev() != identity.dev
+    {
+        return Err(ReadError::Unsafe);
+    }
+    Ok(Held { bytes, identity })
 }
 
 /// A held lease: an exclusive `flock` on its lock file. Dropping it deletes the file, then
