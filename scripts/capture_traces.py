@@ -96,14 +96,28 @@ def handshake(t):
     return c.wait_exit(), 0
 
 
-@scenario("the synthetic consumer trace's base-only initialization (session.create, turn.start, "
-          "history.page, shutdown), then shutdown; the session and turn parts arrive with those issues")
+@scenario("the protocol's synthetic consumer trace: base-only initialize (session.create, turn.start, "
+          "history.page, shutdown), session.create, an echo turn through run.finished, history.page with the "
+          "terminal revision, shutdown; exit 0")
 def consumer(t):
     c = Child(t)
     c.send(req("r1", "initialize", {"required_capabilities": ["session.create", "turn.start", "history.page", "shutdown"]}))
     c.wait_id("r1")
-    c.send(req("r9", "shutdown"))
-    c.wait_id("r9")
+    c.send(req("r2", "session.create"))
+    sid = c.wait_id("r2")["result"]["session_id"]
+    c.send(req("r3", "turn.start", {"session_id": sid, "prompt": "Say hello to the trace."}))
+    c.wait_id("r3")
+    end = time.time() + 10
+    revision = None
+    while time.time() < end and revision is None:
+        f = c.q.get(timeout=10)
+        c.frames.append(f)
+        if f.get("event") == "run.finished":
+            revision = f["data"]["revision"]
+    c.send(req("r4", "history.page", {"session_id": sid, "revision": revision, "cursor": None}))
+    c.wait_id("r4")
+    c.send(req("r5", "shutdown"))
+    c.wait_id("r5")
     return c.wait_exit(), 0
 
 
