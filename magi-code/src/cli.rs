@@ -11,7 +11,8 @@ fn frame(id: &str, method: &str, params: Value) -> String {
 }
 
 /// Spawns `serve --stdio` as a real child over pipes and runs initialize → status →
-/// shutdown, printing every frame. Returns the child's exit code.
+/// session.create → an echo turn → shutdown, printing every frame. Returns the child's exit
+/// code.
 pub fn demo() -> i32 {
     let Ok(exe) = std::env::current_exe() else {
         return 1;
@@ -29,33 +30,43 @@ pub fn demo() -> i32 {
         return 1;
     };
     let mut lines = BufReader::new(stdout).lines();
-    let steps = [
-        (
-            "r1",
-            "initialize",
-            json!({"required_capabilities": ["status", "shutdown"]}),
-        ),
-        ("r2", "status", json!({})),
-        ("r3", "shutdown", json!({})),
-    ];
-    for (id, method, params) in steps {
-        let f = frame(id, method, params);
-        println!("→ {f}");
-        if writeln!(stdin, "{f}").is_err() {
-            break;
-        }
-        while let Some(Ok(l)) = lines.next() {
-            println!("← {l}");
-            let v: Value = serde_json::from_str(&l).unwrap_or(Value::Null);
-            if v["id"] == id {
-                break;
+    // Sends one request and prints frames until its answer (and, for a turn, its terminal).
+    let mut exchange =
+        |id: &str, method: &str, params: Value, until_event: Option<&str>| -> Option<Value> {
+            let f = frame(id, method, params);
+            println!("→ {f}");
+            writeln!(stdin, "{f}").ok()?;
+            let mut answer = None;
+            while let Some(Ok(l)) = lines.next() {
+                println!("← {l}");
+                let v: Value = serde_json::from_str(&l).unwrap_or(Value::Null);
+                if v["id"] == id {
+                    answer = Some(v.clone());
+                    if until_event.is_none() || v.get("error").is_some() {
+                        break;
+                    }
+                }
+                if until_event.is_some_and(|e| v["event"] == e) {
+                    break;
+                }
             }
-        }
+            answer
+        };
+    let caps =
+        json!({"required_capabilities": ["status", "session.create", "turn.start", "shutdown"]});
+    exchange("r1", "initialize", caps, None);
+    exchange("r2", "status", json!({}), None);
+    let created = exchange("r3", "session.create", json!({}), None);
+    if let Some(sid) = created
+        .as_ref()
+        .and_then(|c| c["result"]["session_id"].as_str())
+    {
+        let params = json!({"session_id": sid, "prompt": "Hello from the magi-code demo."});
+        exchange("r4", "turn.start", params, Some("run.finished"));
     }
+    exchange("r5", "shutdown", json!({}), None);
+    drop(exchange);
     drop(stdin);
-    for l in lines.map_while(Result::ok) {
-        println!("← {l}");
-    }
     let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
     println!("server exited with status {code}");
     code
