@@ -65,7 +65,6 @@ pub fn demo() -> i32 {
         exchange("r4", "turn.start", params, Some("run.finished"));
     }
     exchange("r5", "shutdown", json!({}), None);
-    drop(exchange);
     drop(stdin);
     let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
     println!("server exited with status {code}");
