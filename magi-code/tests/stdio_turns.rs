@@ -324,3 +324,28 @@ fn shutdown_during_a_run_delivers_its_terminal_first() {
     assert_eq!(fin[0]["outcome"], "cancelled");
     assert_eq!(s.exit_code_within(Duration::from_secs(10)), 0);
 }
+
+#[test]
+fn a_failed_input_append_fails_the_run_before_any_acknowledgement() {
+    let env = Env::new();
+    let (mut s, sid) = start(&env);
+    // The sessions folder becomes a symlink: histories are never written through one.
+    let sessions = env.home().join("sessions");
+    std::fs::remove_dir(&sessions).unwrap();
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &sessions).unwrap();
+    s.request(
+        "t1",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "hello"}),
+    );
+    let frames = run_frames(&mut s, "t1");
+    assert!(events(&frames, "input.persisted").is_empty());
+    let fin = events(&frames, "run.finished")[0];
+    assert_eq!(fin["outcome"], "failed");
+    assert_eq!(fin["persistence"], "not_started");
+    assert_eq!(fin["revision"], Value::Null);
+    assert_eq!(fin["error_code"], "persistence_failed");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
