@@ -13,3 +13,4 @@ pub mod sessions;
 pub mod settings;
 pub mod startup;
 pub mod store;
+pub mod tools;
