@@ -17,6 +17,8 @@ pub struct Shared {
     pub runtime: Mutex<Option<Runtime>>,
     /// The attachment, selection and discovery snapshot, owned by the session worker.
     pub sessions: Mutex<crate::sessions::SessionState>,
+    /// Approvals of the active run.
+    pub approvals: crate::toolcall::Approvals,
 }
 
 struct Running {
@@ -237,11 +239,18 @@ impl Backend for Workers {
                     r.cancel.cancel();
                 }
             }
-            WorkerCommand::AnswerApproval { id, .. } => {
-                sink.send(WorkerEvent::Reply {
-                    id,
-                    outcome: OpOutcome::Error(ErrorCode::StaleApproval),
-                });
+            WorkerCommand::AnswerApproval {
+                id,
+                run_id,
+                approval_id,
+                allow,
+            } => {
+                let outcome = if self.shared.approvals.answer(&run_id, &approval_id, allow) {
+                    OpOutcome::Result(serde_json::json!({ "recorded": true }))
+                } else {
+                    OpOutcome::Error(ErrorCode::StaleApproval)
+                };
+                sink.send(WorkerEvent::Reply { id, outcome });
             }
             WorkerCommand::Cleanup => self.cleanup(sink),
         }

@@ -13,4 +13,5 @@ pub mod sessions;
 pub mod settings;
 pub mod startup;
 pub mod store;
+pub mod toolcall;
 pub mod tools;

@@ -83,12 +83,21 @@ pub const REDACTED: &str = "[redacted]";
 pub fn sanitize_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut token = String::new();
-    let flush = |token: &mut String, out: &mut String| {
-        if is_secret_like(token) {
+    // The word after an authorization scheme is a credential whatever it looks like.
+    let mut after_scheme = false;
+    let mut flush = |token: &mut String, out: &mut String| {
+        if token.is_empty() {
+            return;
+        }
+        if after_scheme || is_secret_like(token) {
             out.push_str(REDACTED);
         } else {
             out.push_str(token);
         }
+        let word = token
+            .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+            .to_ascii_lowercase();
+        after_scheme = matches!(word.as_str(), "bearer" | "basic");
         token.clear();
     };
     for c in s.chars() {
@@ -119,5 +128,9 @@ mod sanitize_tests {
         );
         assert_eq!(sanitize_text("a\u{1b}[31mb\tc\r\n"), "a[31mb\tc\n");
         assert_eq!(sanitize_text("plain words"), "plain words");
+        assert_eq!(
+            sanitize_text("curl -H \"Authorization: Bearer abc123\" x"),
+            "curl -H \"Authorization: Bearer [redacted] x"
+        );
     }
 }

@@ -19,6 +19,8 @@ use std::time::Duration;
 pub const LIVE_CHUNK_BYTES: usize = 4_000;
 /// Authoritative assistant content per run.
 pub const RUN_CONTENT_BYTES: usize = 8 << 20;
+/// Assistant segments per run.
+pub const RUN_CONTENT_SEGMENTS: usize = 512;
 /// Largest script file read.
 pub const SCRIPT_BYTES: u64 = 1 << 20;
 /// How long a critical event may wait for room.
@@ -31,8 +33,13 @@ pub enum Step {
     Text(String),
     /// A cancellable wait.
     Sleep(u64),
-    /// A tool call (not built yet: the run fails).
-    Tool,
+    /// The model calls a built-in tool through the normal policy and approval path.
+    Tool {
+        /// Tool name.
+        name: String,
+        /// Tool input.
+        input: Value,
+    },
     /// A provider reasoning summary.
     ReasoningSummary(String),
     /// The provider fails the run.
@@ -72,8 +79,13 @@ pub fn load_script(path: &str) -> Option<Vec<Vec<Step>>> {
                         "sleep_ms" => Step::Sleep(v.as_u64().filter(|ms| *ms <= 600_000)?),
                         "tool" => {
                             let t = v.as_object()?;
-                            t.get("name")?.as_str()?;
-                            Step::Tool
+                            if t.keys().any(|k| k != "name" && k != "input") {
+                                return None;
+                            }
+                            Step::Tool {
+                                name: t.get("name")?.as_str()?.to_owned(),
+                                input: t.get("input").cloned().unwrap_or_else(|| json!({})),
+                            }
                         }
                         "reasoning_summary" => Step::ReasoningSummary(v.as_str()?.to_owned()),
                         "fail" => {
@@ -109,13 +121,14 @@ pub fn live_chunks(text: &str, pieces: usize, max: usize) -> Vec<&str> {
     out
 }
 
-struct Run<'a> {
-    shared: &'a Shared,
-    rt: &'a Runtime,
-    sink: &'a EventSink,
-    cancel: &'a Cancel,
-    session_id: String,
-    run_id: String,
+/// One run in progress.
+pub struct Run<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) rt: &'a Runtime,
+    pub(crate) sink: &'a EventSink,
+    pub(crate) cancel: &'a Cancel,
+    pub(crate) session_id: String,
+    pub(crate) run_id: String,
     /// Critical delivery failed: the run ends with `output_unavailable`.
     output_lost: bool,
 }
@@ -136,7 +149,7 @@ impl Run<'_> {
         fields
     }
 
-    fn critical(&mut self, name: &str, fields: Value) {
+    pub(crate) fn critical(&mut self, name: &str, fields: Value) {
         if self.output_lost {
             return;
         }
@@ -162,7 +175,7 @@ impl Run<'_> {
         });
     }
 
-    fn record(&self, kind: &str, mut fields: Value) -> Value {
+    pub(crate) fn record(&self, kind: &str, mut fields: Value) -> Value {
         if let Some(o) = fields.as_object_mut() {
             o.insert("type".into(), json!(kind));
             o.insert("session_id".into(), json!(self.session_id));
@@ -272,6 +285,8 @@ pub fn run_turn(
         &steps,
         selection.provider == "scripted" && selection.model == "echo",
     );
+    // Late answers to this run's approvals are stale from now on.
+    shared.approvals.clear();
     let view = {
         let st = run.state();
         Some(sessions::view(&rt, &st))
@@ -284,6 +299,43 @@ pub fn run_turn(
         },
         CRITICAL_WAIT,
     );
+}
+
+/// One assistant segment: text between tool calls, with its own message ID.
+struct Segment {
+    id: String,
+    text: String,
+    part: usize,
+}
+
+impl Segment {
+    fn new() -> Self {
+        Self {
+            id: format!("a-{}", uuid::Uuid::new_v4().simple()),
+            text: String::new(),
+            part: 0,
+        }
+    }
+}
+
+/// Reconciles a finished segment (authoritative parts) and records it.
+fn close_segment(run: &mut Run<'_>, seg: &mut Segment, partial: bool, records: &mut Vec<Value>) {
+    if seg.text.is_empty() {
+        return;
+    }
+    let parts = live_chunks(&seg.text, 1, LIVE_CHUNK_BYTES);
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        run.critical(
+            "message.reconcile",
+            json!({ "message_id": seg.id, "part": i, "text": p, "last_part": i == last, "partial": partial }),
+        );
+    }
+    records.push(run.record(
+        "assistant_message",
+        json!({ "message_id": seg.id, "text": seg.text }),
+    ));
+    *seg = Segment::new();
 }
 
 fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value {
@@ -308,9 +360,9 @@ fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value
         json!({ "message_id": input_id, "durable": true, "revision": input_revision }),
     );
 
-    let message_id = format!("a-{}", uuid::Uuid::new_v4().simple());
-    let mut text = String::new();
-    let mut part = 0usize;
+    let mut seg = Segment::new();
+    let mut content = 0usize;
+    let mut segments = 0usize;
     let mut records = Vec::new();
     let mut failure: Option<ErrorCode> = None;
     for step in steps {
@@ -320,15 +372,21 @@ fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value
         match step {
             Step::Text(t) => {
                 let t = sanitize_text(t);
-                if text.len() + t.len() > RUN_CONTENT_BYTES {
+                if content + t.len() > RUN_CONTENT_BYTES
+                    || (seg.text.is_empty() && segments >= RUN_CONTENT_SEGMENTS)
+                {
                     failure = Some(ErrorCode::ContentLimit);
                     break;
                 }
-                for chunk in live_chunks(&t, if echo { 3 } else { 1 }, LIVE_CHUNK_BYTES) {
-                    run.delta(&message_id, part, chunk);
-                    part += 1;
+                if seg.text.is_empty() {
+                    segments += 1;
                 }
-                text.push_str(&t);
+                for chunk in live_chunks(&t, if echo { 3 } else { 1 }, LIVE_CHUNK_BYTES) {
+                    run.delta(&seg.id, seg.part, chunk);
+                    seg.part += 1;
+                }
+                content += t.len();
+                seg.text.push_str(&t);
             }
             Step::Sleep(ms) => {
                 run.cancel.sleep(Duration::from_millis(*ms));
@@ -339,7 +397,12 @@ fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value
                     json!({ "item_id": format!("rs{}", records.len()), "text": s, "provider_summary": true }),
                 ));
             }
-            Step::Tool | Step::Fail => {
+            Step::Tool { name, input } => {
+                // Tool calls separate assistant segments.
+                close_segment(run, &mut seg, false, &mut records);
+                crate::toolcall::call(run, name, input, &mut records);
+            }
+            Step::Fail => {
                 failure = Some(ErrorCode::ExecutionFailed);
                 break;
             }
@@ -347,20 +410,7 @@ fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value
     }
     let cancelled = run.cancel.is_cancelled() && failure.is_none();
     let complete = failure.is_none() && !cancelled;
-    if !text.is_empty() {
-        let parts = live_chunks(&text, 1, LIVE_CHUNK_BYTES);
-        let last = parts.len() - 1;
-        for (i, p) in parts.iter().enumerate() {
-            run.critical(
-                "message.reconcile",
-                json!({ "message_id": message_id, "part": i, "text": p, "last_part": i == last, "partial": !complete }),
-            );
-        }
-        records.push(run.record(
-            "assistant_message",
-            json!({ "message_id": message_id, "text": text }),
-        ));
-    }
+    close_segment(run, &mut seg, !complete, &mut records);
     let (outcome, code) = if run.output_lost {
         ("failed", Some(ErrorCode::OutputUnavailable))
     } else if let Some(c) = failure {

@@ -692,6 +692,11 @@ fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
         .arg("-c")
         .arg(&i.command)
         .current_dir(cwd)
+        // The backend's provider credentials and trace switch are not the command's business.
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MAGI_CODE_TRACE")
+        .env_remove("MAGI_CODE_TRACE_CHILD")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,0 +1,229 @@
+//! Tool calls through the scripted provider over real pipes: policy, approvals (one winning
+//! answer, deny, cancel), activity events and their history.
+
+mod common;
+
+use common::{init_params, result, Env, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn scripted(env: &Env, turns: Value, tools: Option<Value>) {
+    let script = env.root.join("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+    let mut settings = json!({"model": "script", "providers": {"scripted": {"script": script}}});
+    if let Some(t) = tools {
+        settings["tools"] = t;
+    }
+    env.write_global_settings(&settings);
+}
+
+fn start(env: &Env) -> (Server, String) {
+    let mut s = env.spawn();
+    s.call("init", "initialize", &init_params(&[]));
+    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (s, sid)
+}
+
+/// Reads frames until one matches `pred`; returns it and everything before.
+fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    let mut seen = Vec::new();
+    loop {
+        let f = s.next();
+        if pred(&f) {
+            return (f, seen);
+        }
+        seen.push(f);
+    }
+}
+
+fn is_event(name: &'static str) -> impl Fn(&Value) -> bool {
+    move |f: &Value| f["event"] == name
+}
+
+#[test]
+fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
+    let env = Env::new();
+    scripted(
+        &env,
+        json!([{"steps": [{"tool": {"name": "write_file", "input": {"path": "out.txt", "content": "hi"}}}, {"text": "done"}]}]),
+        None,
+    );
+    let (mut s, sid) = start(&env);
+    s.request(
+        "t1",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "write it"}),
+    );
+    let run_id = result(&s.response("t1"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (started, _) = until(&mut s, is_event("activity"));
+    assert_eq!(started["data"]["state"], "started");
+    assert_eq!(started["data"]["kind"], "tool");
+    assert_eq!(started["data"]["name"], "write_file");
+    let (req, _) = until(&mut s, is_event("approval.requested"));
+    let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
+    assert_eq!(req["data"]["expires_in_ms"], 60_000);
+    assert!(req["data"]["summary"].as_str().unwrap().len() <= 1024);
+    assert!(
+        !env.cwd.join("out.txt").exists(),
+        "nothing runs before the answer"
+    );
+    let wrong = s.call(
+        "a0",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": "not-it", "allow": true}),
+    );
+    assert_eq!(wrong["error"]["code"], "stale_approval");
+    s.request(
+        "a1",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": true}),
+    );
+    let (ack, mut seen) = until(&mut s, |f| f["id"] == "a1");
+    assert_eq!(result(&ack), &json!({"recorded": true}));
+    s.request(
+        "a2",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": false}),
+    );
+    let (again, more) = until(&mut s, |f| f["id"] == "a2");
+    seen.extend(more);
+    assert_eq!(
+        again["error"]["code"], "stale_approval",
+        "never authorize again"
+    );
+    let (fin, more) = until(&mut s, is_event("run.finished"));
+    seen.extend(more);
+    let done: Vec<&Value> = seen.iter().filter(|f| f["event"] == "activity").collect();
+    assert_eq!(done.last().unwrap()["data"]["state"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("out.txt")).unwrap(),
+        "hi"
+    );
+    assert_eq!(fin["data"]["outcome"], "completed");
+    let rev = fin["data"]["revision"].as_str().unwrap().to_owned();
+    let page = s.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
+    let kinds: Vec<&str> = result(&page)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user", "activity", "assistant"]);
+}
+
+#[test]
+fn denied_and_policy_refused_calls_fail_their_activity() {
+    let env = Env::new();
+    scripted(
+        &env,
+        json!([{"steps": [
+            {"tool": {"name": "write_file", "input": {"path": "no.txt", "content": "x"}}},
+            {"tool": {"name": "shell", "input": {"command": "touch shell-ran"}}},
+            {"tool": {"name": "read_file", "input": {"path": "missing.txt"}}},
+            {"tool": {"name": "list_dir", "input": {"path": "."}}},
+        ]}]),
+        Some(json!({"shell": "deny"})),
+    );
+    let (mut s, sid) = start(&env);
+    s.request(
+        "t1",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "try"}),
+    );
+    let run_id = result(&s.response("t1"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (req, _) = until(&mut s, is_event("approval.requested"));
+    let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
+    s.request(
+        "a1",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": false}),
+    );
+    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let finals: Vec<(&str, &str)> = seen
+        .iter()
+        .filter(|f| f["event"] == "activity" && f["data"]["state"] != "started")
+        .map(|f| {
+            (
+                f["data"]["name"].as_str().unwrap(),
+                f["data"]["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        finals,
+        [
+            ("write_file", "failed"),
+            ("shell", "failed"),
+            ("read_file", "failed"),
+            ("list_dir", "completed")
+        ]
+    );
+    assert_eq!(
+        seen.iter()
+            .filter(|f| f["event"] == "approval.requested")
+            .count(),
+        0,
+        "deny needs no approval, read is allowed"
+    );
+    assert!(!env.cwd.join("no.txt").exists());
+    assert!(!env.cwd.join("shell-ran").exists());
+    assert_eq!(fin["data"]["outcome"], "completed");
+}
+
+#[test]
+fn cancelling_while_an_approval_waits_denies_it() {
+    let env = Env::new();
+    scripted(
+        &env,
+        json!([{"steps": [{"tool": {"name": "shell", "input": {"command": "touch ran"}}}]}]),
+        None,
+    );
+    let (mut s, sid) = start(&env);
+    s.request(
+        "t1",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "go"}),
+    );
+    let run_id = result(&s.response("t1"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (req, _) = until(&mut s, is_event("approval.requested"));
+    let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    assert!(seen.iter().any(|f| f["id"] == "x"));
+    let last_activity = seen
+        .iter()
+        .rev()
+        .find(|f| f["event"] == "activity")
+        .unwrap();
+    assert_eq!(last_activity["data"]["state"], "failed");
+    assert_eq!(fin["data"]["outcome"], "cancelled");
+    assert!(!env.cwd.join("ran").exists());
+    let late = s.call(
+        "a",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": true}),
+    );
+    assert_eq!(late["error"]["code"], "stale_approval");
+    s.call("bye", "shutdown", &json!({}));
+    assert_eq!(s.exit_code_within(Duration::from_secs(10)), 0);
+}
