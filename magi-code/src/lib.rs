@@ -6,6 +6,7 @@ pub mod cli;
 pub mod discovery;
 pub mod history;
 pub mod ops;
+pub mod providers;
 pub mod redact;
 pub mod runner;
 pub mod serve;

@@ -237,6 +237,7 @@ pub fn run_turn(
         }
     };
     let selection = selection.unwrap_or_else(|| sessions::Selection::startup(&rt));
+    let mut http = None;
     let steps = match (selection.provider.as_str(), selection.model.as_str()) {
         ("scripted", "echo") => vec![Step::Text(prompt.clone())],
         ("scripted", "script") => {
@@ -249,14 +250,19 @@ pub fn run_turn(
             };
             script[turns % script.len()].clone()
         }
-        // HTTP providers are not built yet.
-        _ => {
-            sink.send(WorkerEvent::TurnRejected {
-                id,
-                code: ErrorCode::ProviderUnavailable,
-            });
-            return;
-        }
+        (provider, model) => match crate::providers::target(&rt, provider, model) {
+            Some(t) => {
+                http = Some((t, conversation(shared)));
+                Vec::new()
+            }
+            None => {
+                sink.send(WorkerEvent::TurnRejected {
+                    id,
+                    code: ErrorCode::ProviderUnavailable,
+                });
+                return;
+            }
+        },
     };
     if cancel.is_cancelled() {
         sink.send(WorkerEvent::TurnRejected {
@@ -284,6 +290,7 @@ pub fn run_turn(
         &prompt,
         &steps,
         selection.provider == "scripted" && selection.model == "echo",
+        http.as_ref(),
     );
     // Late answers to this run's approvals are stale from now on.
     shared.approvals.clear();
@@ -299,6 +306,40 @@ pub fn run_turn(
         },
         CRITICAL_WAIT,
     );
+}
+
+/// An HTTP provider target and the earlier conversation (role, text).
+type Http = (crate::providers::Target, Vec<(&'static str, String)>);
+
+/// The earlier user/assistant turns of the attachment, from its current snapshot.
+fn conversation(shared: &Shared) -> Vec<(&'static str, String)> {
+    let st = shared
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let Some(a) = &st.attachment else {
+        return Vec::new();
+    };
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    let mut last_id = String::new();
+    for e in &a.snapshot.projection.entries {
+        let Ok(v) = serde_json::from_str::<Value>(e) else {
+            continue;
+        };
+        let role = match v["kind"].as_str() {
+            Some("user") => "user",
+            Some("assistant") => "assistant",
+            _ => continue,
+        };
+        let id = v["message_id"].as_str().unwrap_or_default();
+        let text = v["text"].as_str().unwrap_or_default();
+        match out.last_mut() {
+            Some((r, t)) if id == last_id && *r == role => t.push_str(text),
+            _ => out.push((role, text.to_owned())),
+        }
+        last_id = id.to_owned();
+    }
+    out
 }
 
 /// One assistant segment: text between tool calls, with its own message ID.
@@ -338,7 +379,13 @@ fn close_segment(run: &mut Run<'_>, seg: &mut Segment, partial: bool, records: &
     *seg = Segment::new();
 }
 
-fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value {
+fn execute(
+    run: &mut Run<'_>,
+    prompt: &str,
+    steps: &[Step],
+    echo: bool,
+    http: Option<&Http>,
+) -> Value {
     let finished = |outcome: &str,
                     persistence: &str,
                     revision: Option<String>,
@@ -365,6 +412,31 @@ fn execute(run: &mut Run<'_>, prompt: &str, steps: &[Step], echo: bool) -> Value
     let mut segments = 0usize;
     let mut records = Vec::new();
     let mut failure: Option<ErrorCode> = None;
+    if let Some((target, history)) = http {
+        let mut messages: Vec<(&str, String)> =
+            history.iter().map(|(r, t)| (*r, t.clone())).collect();
+        messages.push(("user", prompt.to_owned()));
+        let mut over = false;
+        let streamed = crate::providers::stream(target, &messages, run.cancel, &mut |chunk| {
+            let t = sanitize_text(chunk);
+            if content + t.len() > RUN_CONTENT_BYTES {
+                over = true;
+                return false;
+            }
+            for c in live_chunks(&t, 1, LIVE_CHUNK_BYTES) {
+                run.delta(&seg.id, seg.part, c);
+                seg.part += 1;
+            }
+            content += t.len();
+            seg.text.push_str(&t);
+            true
+        });
+        if over {
+            failure = Some(ErrorCode::ContentLimit);
+        } else if matches!(streamed, Err(e) if e != crate::providers::ProviderError::Cancelled) {
+            failure = Some(ErrorCode::ExecutionFailed);
+        }
+    }
     for step in steps {
         if run.cancel.is_cancelled() {
             break;
