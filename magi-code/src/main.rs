@@ -24,6 +24,12 @@ enum Cmd {
     },
     /// Run a short real client exchange against `serve --stdio` and print the frames.
     Demo,
+    /// Chat in the terminal: each input line is a turn; replies stream as they come.
+    Chat {
+        /// Reopen this saved session instead of creating one.
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Replay a captured trace through the engine and report differences.
     Replay {
         /// The trace file (JSONL, see docs/trace-format.md).
@@ -49,6 +55,7 @@ fn main() {
     let code = match cli.command {
         Cmd::Serve { .. } => 2,
         Cmd::Demo => magi_code::cli::demo(),
+        Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
         Cmd::Replay { file } => magi_code::cli::replay(&file),
     };
     std::process::exit(code);
