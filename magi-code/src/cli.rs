@@ -10,23 +10,34 @@ fn frame(id: &str, method: &str, params: Value) -> String {
         .to_string()
 }
 
-/// Spawns `serve --stdio` as a real child over pipes and runs initialize → status →
-/// session.create → an echo turn → shutdown, printing every frame. Returns the child's exit
-/// code.
-pub fn demo() -> i32 {
-    let Ok(exe) = std::env::current_exe() else {
-        return 1;
-    };
+/// Spawns this binary as `serve --stdio` with piped stdin and stdout.
+fn spawn_server(
+    tool: &str,
+) -> Option<(
+    std::process::Child,
+    std::process::ChildStdin,
+    std::process::ChildStdout,
+)> {
+    let exe = std::env::current_exe().ok()?;
     let Ok(mut child) = Command::new(exe)
         .args(["serve", "--stdio"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
     else {
-        eprintln!("magi-code demo: could not start the server");
-        return 1;
+        eprintln!("magi-code {tool}: could not start the server");
+        return None;
     };
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let stdin = child.stdin.take()?;
+    let stdout = child.stdout.take()?;
+    Some((child, stdin, stdout))
+}
+
+/// Spawns `serve --stdio` as a real child over pipes and runs initialize → status →
+/// session.create → an echo turn → shutdown, printing every frame. Returns the child's exit
+/// code.
+pub fn demo() -> i32 {
+    let Some((mut child, mut stdin, stdout)) = spawn_server("demo") else {
         return 1;
     };
     let mut lines = BufReader::new(stdout).lines();
@@ -94,19 +105,7 @@ pub fn replay(path: &std::path::Path) -> i32 {
 /// session, and sends each input line as a turn, printing the reply as it streams. Approval
 /// requests are asked on the terminal (default deny). `/quit` or end of input stops.
 pub fn chat(session: Option<&str>) -> i32 {
-    let Ok(exe) = std::env::current_exe() else {
-        return 1;
-    };
-    let Ok(mut child) = Command::new(exe)
-        .args(["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-    else {
-        eprintln!("magi-code chat: could not start the server");
-        return 1;
-    };
-    let (Some(mut to_server), Some(from_server)) = (child.stdin.take(), child.stdout.take()) else {
+    let Some((mut child, mut to_server, from_server)) = spawn_server("chat") else {
         return 1;
     };
     let (tx, frames) = std::sync::mpsc::channel::<Value>();

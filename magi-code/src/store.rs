@@ -157,6 +157,47 @@ pub struct Held {
     pub identity: Identity,
 }
 
+/// Opens `path` once without following symlinks and without blocking on FIFOs, and requires a
+/// regular file within `max_bytes`.
+fn open_held(path: &Path, max_bytes: u64) -> Result<(File, fs::Metadata), ReadError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ReadError::Missing,
+            _ => ReadError::Unsafe,
+        })?;
+    let before = file.metadata().map_err(|_| ReadError::Unsafe)?;
+    if !before.file_type().is_file() {
+        return Err(ReadError::Unsafe);
+    }
+    if before.len() > max_bytes {
+        return Err(ReadError::TooLarge);
+    }
+    Ok((file, before))
+}
+
+/// The file's identity after a read of `read` bytes, if it did not change during the read and
+/// its name still leads to it.
+fn unchanged(
+    path: &Path,
+    file: &File,
+    before: fs::Metadata,
+    read: u64,
+) -> Result<Identity, ReadError> {
+    let after = Identity::of(&file.metadata().map_err(|_| ReadError::Unsafe)?);
+    let named = fs::symlink_metadata(path).map_err(|_| ReadError::Unsafe)?;
+    if Identity::of(&before) != after
+        || after.len != read
+        || named.dev() != after.dev
+        || named.ino() != after.ino
+    {
+        return Err(ReadError::Unsafe);
+    }
+    Ok(after)
+}
+
 /// What a streamed held read saw.
 #[derive(Debug, Clone, Copy)]
 pub struct Streamed {
@@ -182,21 +223,7 @@ pub fn stream_held(
     max_line: usize,
     on_line: &mut dyn FnMut(&[u8]) -> bool,
 ) -> Result<Option<Streamed>, ReadError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ReadError::Missing,
-            _ => ReadError::Unsafe,
-        })?;
-    let before = file.metadata().map_err(|_| ReadError::Unsafe)?;
-    if !before.file_type().is_file() {
-        return Err(ReadError::Unsafe);
-    }
-    if before.len() > max_bytes {
-        return Err(ReadError::TooLarge);
-    }
+    let (file, before) = open_held(path, max_bytes)?;
     let mut reader = io::BufReader::with_capacity(64 * 1024, (&file).take(max_bytes + 1));
     let mut line = Vec::new();
     let (mut bytes, mut lines, mut torn) = (0u64, 0usize, false);
@@ -241,16 +268,7 @@ pub fn stream_held(
             return Ok(None);
         }
     }
-    let after = file.metadata().map_err(|_| ReadError::Unsafe)?;
-    let (a, b) = (Identity::of(&before), Identity::of(&after));
-    if a != b || b.len != bytes {
-        return Err(ReadError::Unsafe);
-    }
-    // The name must still lead to the same file.
-    let named = fs::symlink_metadata(path).map_err(|_| ReadError::Unsafe)?;
-    if named.dev() != b.dev || named.ino() != b.ino {
-        return Err(ReadError::Unsafe);
-    }
+    let b = unchanged(path, &file, before, bytes)?;
     Ok(Some(Streamed {
         identity: b,
         torn,
@@ -263,21 +281,7 @@ pub fn stream_held(
 /// following symlinks, a regular file, at most `max_bytes` and `max_lines`, unchanged identity),
 /// including a last line without LF.
 pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, ReadError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ReadError::Missing,
-            _ => ReadError::Unsafe,
-        })?;
-    let before = file.metadata().map_err(|_| ReadError::Unsafe)?;
-    if !before.file_type().is_file() {
-        return Err(ReadError::Unsafe);
-    }
-    if before.len() > max_bytes {
-        return Err(ReadError::TooLarge);
-    }
+    let (file, before) = open_held(path, max_bytes)?;
     let mut bytes = Vec::with_capacity(usize::try_from(before.len()).unwrap_or(0));
     (&file)
         .take(max_bytes + 1)
@@ -286,16 +290,7 @@ pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, 
     if bytes.len() as u64 > max_bytes || memchr::memchr_iter(b'\n', &bytes).count() > max_lines {
         return Err(ReadError::TooLarge);
     }
-    let after = file.metadata().map_err(|_| ReadError::Unsafe)?;
-    let identity = Identity::of(&after);
-    let named = fs::symlink_metadata(path).map_err(|_| ReadError::Unsafe)?;
-    if Identity::of(&before) != identity
-        || identity.len != bytes.len() as u64
-        || named.ino() != identity.ino
-        || named.dev() != identity.dev
-    {
-        return Err(ReadError::Unsafe);
-    }
+    let identity = unchanged(path, &file, before, bytes.len() as u64)?;
     Ok(Held { bytes, identity })
 }
 
