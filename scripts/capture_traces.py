@@ -283,6 +283,42 @@ def sessions(t):
     return c.wait_exit(), 0
 
 
+@scenario("a scripted turn with a tool call that asks: activity started, approval.requested, a winning "
+          "approval.answer, a second answer stale_approval, activity completed, tool-separated segments, run.finished")
+def turn_with_approval(t):
+    home = tempfile.mkdtemp()
+    script = os.path.join(home, "script.json")
+    with open(script, "w") as f:
+        json.dump({"turns": [{"steps": [{"text": "Let me write it."},
+                                        {"tool": {"name": "write_file", "input": {"path": "note.txt", "content": "hi"}}},
+                                        {"text": "Done."}]}]}, f)
+    c = Child(t, settings={"model": "script", "providers": {"scripted": {"script": script}}})
+    c.send(req("r1", "initialize", {"required_capabilities": []}))
+    c.wait_id("r1")
+    c.send(req("r2", "session.create"))
+    sid = c.wait_id("r2")["result"]["session_id"]
+    c.send(req("r3", "turn.start", {"session_id": sid, "prompt": "write a note"}))
+    run_id = c.wait_id("r3")["result"]["run_id"]
+    approval = None
+    while approval is None:
+        f = c.q.get(timeout=10)
+        c.frames.append(f)
+        if f.get("event") == "approval.requested":
+            approval = f["data"]["approval_id"]
+    c.send(req("r4", "approval.answer", {"session_id": sid, "run_id": run_id, "approval_id": approval, "allow": True}))
+    c.wait_id("r4")
+    c.send(req("r5", "approval.answer", {"session_id": sid, "run_id": run_id, "approval_id": approval, "allow": False}))
+    c.wait_id("r5")
+    while True:
+        f = c.q.get(timeout=10)
+        c.frames.append(f)
+        if f.get("event") == "run.finished":
+            break
+    c.send(req("r6", "shutdown"))
+    c.wait_id("r6")
+    return c.wait_exit(), 0
+
+
 def main():
     names = sys.argv[2:] or list(SCENARIOS)
     os.makedirs(OUT, exist_ok=True)
