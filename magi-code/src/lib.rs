@@ -2,6 +2,7 @@
 
 pub mod backend;
 pub mod cancel;
+pub mod catalog;
 pub mod cli;
 pub mod discovery;
 pub mod history;

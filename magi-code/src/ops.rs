@@ -51,6 +51,19 @@ pub fn run(
         Request::SessionDiscover { cursor, limit } => {
             crate::discovery::discover(&rt, &st, cursor.as_deref(), *limit, cancel)
         }
+        Request::ModelCatalog {
+            revision,
+            cursor,
+            limit,
+        } => crate::catalog::catalog(
+            &rt,
+            &mut st,
+            revision.as_deref(),
+            cursor.as_deref(),
+            *limit,
+            cancel,
+        ),
+        Request::ModelCatalogStatus => crate::catalog::status(&rt, cancel),
         _ => Err(ErrorCode::UnsupportedMethod),
     }
 }

@@ -101,6 +101,8 @@ pub struct SessionState {
     pub selection: Option<Selection>,
     /// The discovery snapshot of `session.list`.
     pub discovery: crate::discovery::DiscoveryState,
+    /// The catalog snapshot of `model.catalog`.
+    pub catalog: crate::catalog::CatalogState,
 }
 
 /// The `status` view for the current state.

@@ -1,0 +1,443 @@
+//! `model.catalog` and `model.catalog.status`: cache-only, bounded, one fingerprinted snapshot
+//! per child. Nothing here fetches, writes or runs a provider.
+
+use crate::cancel::Cancel;
+use crate::redact::safe_name;
+use crate::sessions::SessionState;
+use crate::settings::BUILTIN_PROVIDERS;
+use crate::startup::{self, fresh_revision, Runtime};
+use crate::store::{self, ReadError};
+use protocol_core::json::parse_strict;
+use protocol_core::ErrorCode;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// `catalog_page_bytes`.
+pub const PAGE_BYTES: usize = 32_768;
+/// `catalog_models`: cached models read per scan, before exclusions.
+pub const MODELS: usize = 2_048;
+/// `catalog_file_bytes`.
+pub const FILE_BYTES: u64 = 1 << 20;
+/// `catalog_scan_bytes`.
+pub const SCAN_BYTES: u64 = 8 << 20;
+/// `catalog_snapshot_bytes`.
+pub const SNAPSHOT_BYTES: usize = 1 << 20;
+/// `catalog_string_bytes`.
+pub const STRING_BYTES: usize = 256;
+/// `catalog_scan_ms`.
+pub const SCAN_MS: u64 = 2_000;
+
+const EFFORTS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
+/// One cached model.
+#[derive(Debug, Clone)]
+struct Model {
+    id: String,
+    name: Option<String>,
+    efforts: Option<Vec<String>>,
+    retired: bool,
+}
+
+/// What one provider's cache holds.
+#[derive(Debug, Clone)]
+enum Cache {
+    Missing,
+    Invalid,
+    Empty {
+        fetched_at: String,
+    },
+    Models {
+        fetched_at: String,
+        models: Vec<Model>,
+    },
+}
+
+/// Reads and validates `cache/models/<provider>.json` (`backend.md`, `decisions.md` 18).
+fn read_cache(
+    rt: &Runtime,
+    provider: &str,
+    hasher: &mut Sha256,
+    bytes_left: &mut u64,
+) -> Result<Cache, ErrorCode> {
+    let path = rt
+        .root
+        .join("cache")
+        .join("models")
+        .join(format!("{provider}.json"));
+    let held = match store::read_held(&path, FILE_BYTES.min(*bytes_left), 1_000_000) {
+        Ok(h) => h,
+        Err(ReadError::Missing) => {
+            hasher.update(b"missing\0");
+            return Ok(Cache::Missing);
+        }
+        Err(ReadError::Unsafe) => return Err(ErrorCode::CatalogUnavailable),
+        Err(ReadError::TooLarge) => return Err(ErrorCode::CatalogLimit),
+    };
+    *bytes_left -= held.bytes.len() as u64;
+    hasher.update(Sha256::digest(&held.bytes));
+    let Ok((v, dups)) = parse_strict(&held.bytes) else {
+        return Ok(Cache::Invalid);
+    };
+    if !dups.top.is_empty() || dups.nested {
+        return Ok(Cache::Invalid);
+    }
+    let valid = || -> Option<Cache> {
+        let o = v.as_object()?;
+        if o.get("provider")?.as_str()? != provider {
+            return None;
+        }
+        let fetched_at = o.get("fetched_at")?.as_str()?;
+        store::parse_rfc3339(fetched_at)?;
+        let mut models = Vec::new();
+        for m in o.get("models")?.as_array()? {
+            let m = m.as_object()?;
+            let id = m.get("id")?.as_str()?.to_owned();
+            let name = match m.get("name") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return None,
+            };
+            let efforts = match m.get("efforts") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(a)) => {
+                    let list: Option<Vec<String>> = a
+                        .iter()
+                        .map(|e| {
+                            e.as_str()
+                                .filter(|e| EFFORTS.contains(e))
+                                .map(str::to_owned)
+                        })
+                        .collect();
+                    Some(list?)
+                }
+                Some(_) => return None,
+            };
+            let retired = match m.get("retired") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return None,
+            };
+            models.push(Model {
+                id,
+                name,
+                efforts,
+                retired,
+            });
+        }
+        Some(if models.is_empty() {
+            Cache::Empty {
+                fetched_at: fetched_at.to_owned(),
+            }
+        } else {
+            Cache::Models {
+                fetched_at: fetched_at.to_owned(),
+                models,
+            }
+        })
+    };
+    Ok(valid().unwrap_or(Cache::Invalid))
+}
+
+/// Every provider of the admitted settings, in byte order.
+fn providers(rt: &Runtime) -> Vec<String> {
+    let mut p: BTreeSet<String> = BUILTIN_PROVIDERS.iter().map(|s| (*s).to_owned()).collect();
+    p.extend(rt.settings.compat.keys().cloned());
+    p.into_iter().collect()
+}
+
+/// The enabled `provider/model` pairs.
+fn enabled(rt: &Runtime) -> BTreeSet<(String, String)> {
+    rt.settings
+        .catalog_enabled
+        .iter()
+        .filter_map(|e| e.split_once('/').map(|(p, m)| (p.to_owned(), m.to_owned())))
+        .collect()
+}
+
+fn scripted_models() -> Vec<Model> {
+    ["echo", "script"]
+        .iter()
+        .map(|m| Model {
+            id: (*m).into(),
+            name: None,
+            efforts: Some(Vec::new()),
+            retired: false,
+        })
+        .collect()
+}
+
+fn provider_display(provider: &str) -> Option<&'static str> {
+    match provider {
+        "anthropic" => Some("Anthropic"),
+        "openai" => Some("OpenAI"),
+        "scripted" => Some("Scripted"),
+        _ => None,
+    }
+}
+
+/// Effort support and permitted efforts of a model (`backend.md` "Model catalog cache").
+#[must_use]
+pub fn effort_support(efforts: Option<&[String]>) -> (&'static str, Vec<String>) {
+    match efforts {
+        None => ("unknown", vec!["default".into()]),
+        Some([]) => ("unsupported", vec!["default".into()]),
+        Some(list) => (
+            "supported",
+            std::iter::once("default".to_owned())
+                .chain(list.iter().cloned())
+                .collect(),
+        ),
+    }
+}
+
+/// The stable selection ID of a provider/model tuple.
+#[must_use]
+pub fn selection_id(provider: &str, model: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(provider.as_bytes());
+    h.update(b"\0");
+    h.update(model.as_bytes());
+    startup::hex(&h.finalize())
+}
+
+struct Scan {
+    choices: Vec<String>,
+    notices: Vec<&'static str>,
+    fingerprint: [u8; 32],
+}
+
+fn scan(rt: &Runtime, st: &SessionState, cancel: &Cancel) -> Result<Scan, ErrorCode> {
+    let deadline = Instant::now() + Duration::from_millis(SCAN_MS);
+    let enabled = enabled(rt);
+    let selected = st
+        .selection
+        .as_ref()
+        .map(|s| s.provider.clone())
+        .unwrap_or_else(|| rt.settings.provider.clone());
+    let mut hasher = Sha256::new();
+    let mut bytes_left = SCAN_BYTES;
+    let mut scanned = 0usize;
+    let mut notices: BTreeSet<&'static str> = BTreeSet::new();
+    let mut choices: Vec<((String, String), String)> = Vec::new();
+    let mut size = 0usize;
+    for provider in providers(rt) {
+        if cancel.is_cancelled() {
+            return Err(ErrorCode::OperationCancelled);
+        }
+        if Instant::now() > deadline {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let relevant = enabled.iter().any(|(p, _)| *p == provider) || selected == provider;
+        hasher.update(provider.as_bytes());
+        let models = if provider == "scripted" {
+            scripted_models()
+        } else {
+            match read_cache(rt, &provider, &mut hasher, &mut bytes_left)? {
+                Cache::Models { models, .. } => {
+                    scanned += models.len();
+                    if scanned > MODELS {
+                        return Err(ErrorCode::CatalogLimit);
+                    }
+                    models
+                }
+                _ => {
+                    if relevant {
+                        notices.insert("provider_catalog_unavailable");
+                    }
+                    continue;
+                }
+            }
+        };
+        for m in models {
+            if !enabled.contains(&(provider.clone(), m.id.clone())) || m.retired {
+                continue;
+            }
+            if m.id.len() > STRING_BYTES {
+                return Err(ErrorCode::CatalogLimit);
+            }
+            if safe_name(&m.id).is_none() {
+                notices.insert("catalog_entries_omitted_unsafe");
+                continue;
+            }
+            let mut settings = rt.settings.clone();
+            settings.provider = provider.clone();
+            settings.model = m.id.clone();
+            let ready = startup::provider_ready(&settings, &rt.root);
+            hasher.update([u8::from(ready)]);
+            let (support, permitted) = effort_support(m.efforts.as_deref());
+            let choice = json!({
+                "selection_id": selection_id(&provider, &m.id),
+                "provider": provider,
+                "model": m.id,
+                "provider_name": provider_display(&provider),
+                "model_name": m.name.as_deref().and_then(safe_name),
+                "availability": if ready { "available" } else { "authentication_unavailable" },
+                "effort_support": support,
+                "permitted_efforts": permitted,
+            })
+            .to_string();
+            size += choice.len() + 1;
+            if size > SNAPSHOT_BYTES {
+                return Err(ErrorCode::CatalogLimit);
+            }
+            choices.push(((provider.clone(), m.id.clone()), choice));
+        }
+    }
+    choices.sort_by(|a, b| a.0.cmp(&b.0));
+    if choices.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(ErrorCode::CatalogUnavailable);
+    }
+    let mut fingerprint = [0u8; 32];
+    fingerprint.copy_from_slice(&hasher.finalize());
+    Ok(Scan {
+        choices: choices.into_iter().map(|(_, c)| c).collect(),
+        notices: notices.into_iter().collect(),
+        fingerprint,
+    })
+}
+
+/// The catalog snapshot of this child.
+#[derive(Debug, Default)]
+pub struct CatalogState {
+    snapshot: Option<Snapshot>,
+}
+
+#[derive(Debug)]
+struct Snapshot {
+    revision: String,
+    choices: Vec<String>,
+    notices: Vec<&'static str>,
+    fingerprint: [u8; 32],
+    stale: bool,
+}
+
+fn page(s: &Snapshot, start: usize, limit: u64) -> Value {
+    let limit = usize::try_from(limit).unwrap_or(100);
+    let base = json!({"revision": s.revision, "choices": [], "next_cursor": "x".repeat(64), "complete": false, "notices": s.notices, "source": "cache_only"})
+        .to_string()
+        .len();
+    let (mut size, mut end) = (base, start);
+    while end < s.choices.len() && end - start < limit {
+        let add = s.choices[end].len() + usize::from(end > start);
+        if size + add > PAGE_BYTES {
+            break;
+        }
+        size += add;
+        end += 1;
+    }
+    let choices: Vec<Value> = s.choices[start..end]
+        .iter()
+        .filter_map(|c| serde_json::from_str(c).ok())
+        .collect();
+    let next = (end < s.choices.len()).then(|| format!("{end}.{}", s.revision));
+    json!({"revision": s.revision, "choices": choices, "next_cursor": next, "complete": next.is_none(), "notices": s.notices, "source": "cache_only"})
+}
+
+/// `model.catalog`.
+pub fn catalog(
+    rt: &Runtime,
+    st: &mut SessionState,
+    revision: Option<&str>,
+    cursor: Option<&str>,
+    limit: u64,
+    cancel: &Cancel,
+) -> Result<(Value, Option<protocol_core::ReadyView>), ErrorCode> {
+    if let (Some(rev), Some(cur)) = (revision, cursor) {
+        let snap = st
+            .catalog
+            .snapshot
+            .as_ref()
+            .ok_or(ErrorCode::StaleCatalog)?;
+        let (idx, crev) = cur.split_once('.').ok_or(ErrorCode::StaleCatalog)?;
+        let idx: usize = idx.parse().map_err(|_| ErrorCode::StaleCatalog)?;
+        if snap.stale
+            || snap.revision != rev
+            || crev != rev
+            || idx == 0
+            || idx >= snap.choices.len()
+        {
+            return Err(ErrorCode::StaleCatalog);
+        }
+        let fingerprint = snap.fingerprint;
+        let rescan = scan(rt, st, cancel);
+        let snap = st
+            .catalog
+            .snapshot
+            .as_mut()
+            .ok_or(ErrorCode::StaleCatalog)?;
+        return match rescan {
+            Ok(s) if s.fingerprint == fingerprint => Ok((page(snap, idx, limit), None)),
+            Err(ErrorCode::OperationCancelled) => Err(ErrorCode::OperationCancelled),
+            _ => {
+                // Mutation or an unreadable/over-limit continuation: stale for good.
+                snap.stale = true;
+                Err(ErrorCode::StaleCatalog)
+            }
+        };
+    }
+    if let Some(old) = st.catalog.snapshot.as_mut() {
+        old.stale = true;
+    }
+    let s = scan(rt, st, cancel)?;
+    let snap = Snapshot {
+        revision: fresh_revision(),
+        choices: s.choices,
+        notices: s.notices,
+        fingerprint: s.fingerprint,
+        stale: false,
+    };
+    let out = page(&snap, 0, limit);
+    st.catalog.snapshot = Some(snap);
+    Ok((out, None))
+}
+
+/// `model.catalog.status`: the provider-scoped reasons behind the catalog's notices.
+pub fn status(
+    rt: &Runtime,
+    cancel: &Cancel,
+) -> Result<(Value, Option<protocol_core::ReadyView>), ErrorCode> {
+    let enabled = enabled(rt);
+    let mut hasher = Sha256::new();
+    let mut bytes_left = SCAN_BYTES;
+    let mut out = Vec::new();
+    for provider in providers(rt) {
+        if cancel.is_cancelled() {
+            return Err(ErrorCode::OperationCancelled);
+        }
+        let is_enabled = enabled.iter().any(|(p, _)| *p == provider);
+        let mut settings = rt.settings.clone();
+        settings.provider = provider.clone();
+        let (state, count, fetched) = if provider == "scripted" {
+            (if is_enabled { "ready" } else { "not_enabled" }, 2, None)
+        } else {
+            let cache = read_cache(rt, &provider, &mut hasher, &mut bytes_left)?;
+            let keyed = match provider.as_str() {
+                "anthropic" | "openai" => startup::api_key(&provider, &rt.root).is_some(),
+                other => rt.settings.compat.get(other).is_some_and(|c| {
+                    c.api_key_env
+                        .as_ref()
+                        .is_none_or(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty()))
+                }),
+            };
+            match cache {
+                _ if !is_enabled => ("not_enabled", 0, None),
+                Cache::Missing => ("cache_missing", 0, None),
+                Cache::Invalid => ("cache_invalid", 0, None),
+                Cache::Empty { fetched_at } => ("cache_empty", 0, Some(fetched_at)),
+                Cache::Models { fetched_at, models } => (
+                    if keyed {
+                        "ready"
+                    } else {
+                        "authentication_unavailable"
+                    },
+                    models.len(),
+                    Some(fetched_at),
+                ),
+            }
+        };
+        out.push(json!({"provider": provider, "state": state, "cached_models": count, "fetched_at": fetched}));
+    }
+    Ok((json!({"providers": out, "notices": []}), None))
+}
