@@ -441,3 +441,142 @@ pub fn status(
     }
     Ok((json!({"providers": out, "notices": []}), None))
 }
+
+/// `selection.set`: validate everything against the attachment, the selection revision and the
+/// catalog snapshot (revalidated by a rescan), append one `session_preferences` record durably,
+/// then replace the selection. Nothing is written or changed on any error.
+#[allow(clippy::too_many_arguments)]
+pub fn select(
+    rt: &Runtime,
+    st: &mut SessionState,
+    session_id: &str,
+    selection_revision: &str,
+    catalog_revision: &str,
+    provider: &str,
+    model: &str,
+    effort: protocol_core::methods::EffortRequest,
+    cancel: &Cancel,
+) -> Result<(Value, Option<protocol_core::ReadyView>), ErrorCode> {
+    use protocol_core::methods::EffortRequest;
+    match &st.attachment {
+        None => return Err(ErrorCode::SessionMissing),
+        Some(a) if a.id.as_str() != session_id => return Err(ErrorCode::StaleSession),
+        Some(_) => {}
+    }
+    let current = st
+        .selection
+        .clone()
+        .unwrap_or_else(|| crate::sessions::Selection::startup(rt));
+    if current.revision != selection_revision {
+        return Err(ErrorCode::StaleSelection);
+    }
+    let Some(snap) = st
+        .catalog
+        .snapshot
+        .as_ref()
+        .filter(|s| !s.stale && s.revision == catalog_revision)
+    else {
+        return Err(ErrorCode::StaleCatalog);
+    };
+    let fingerprint = snap.fingerprint;
+    // Revalidate: the caches and readiness must be what the snapshot saw.
+    match scan(rt, st, cancel) {
+        Ok(s) if s.fingerprint == fingerprint => {}
+        Err(ErrorCode::OperationCancelled) => return Err(ErrorCode::OperationCancelled),
+        _ => {
+            if let Some(s) = st.catalog.snapshot.as_mut() {
+                s.stale = true;
+            }
+            return Err(ErrorCode::StaleCatalog);
+        }
+    }
+    let snap = st
+        .catalog
+        .snapshot
+        .as_ref()
+        .ok_or(ErrorCode::StaleCatalog)?;
+    let choice: Value = snap
+        .choices
+        .iter()
+        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
+        .find(|c| c["provider"] == provider && c["model"] == model)
+        .ok_or(ErrorCode::SelectionInvalid)?;
+    if choice["availability"] != "available" {
+        return Err(ErrorCode::ProviderUnavailable);
+    }
+    let permitted: Vec<String> = choice["permitted_efforts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let efforts: Option<Vec<String>> = match choice["effort_support"].as_str() {
+        Some("supported") => Some(
+            permitted
+                .iter()
+                .filter(|e| *e != "default")
+                .cloned()
+                .collect(),
+        ),
+        Some("unsupported") => Some(Vec::new()),
+        _ => None,
+    };
+    let requested = match effort {
+        EffortRequest::Default => "default".to_owned(),
+        EffortRequest::Keep => current.requested_effort.clone(),
+        EffortRequest::Set { value } => serde_json::to_value(value)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    if requested != "default" && !permitted.contains(&requested) {
+        return Err(ErrorCode::EffortUnsupported);
+    }
+    let record = json!({
+        "type": "session_preferences",
+        "session_id": session_id,
+        "ts": store::rfc3339(store::now_ms()),
+        "provider": provider,
+        "model": model,
+        "effort": requested,
+    });
+    if record.to_string().len()
+        > protocol_core::limits::advertised("selection_append_bytes").unwrap_or(4_096) as usize
+    {
+        return Err(ErrorCode::InvalidParams);
+    }
+    let a = st.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
+    crate::sessions::append(rt, a, &[record])?;
+    let mut notices: Vec<&str> = Vec::new();
+    let history_revision = match crate::sessions::refresh(rt, a, &Cancel::default()) {
+        Ok(r) => Some(r),
+        Err(_) => {
+            notices.push("history_unavailable");
+            None
+        }
+    };
+    let selection = crate::sessions::Selection {
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        requested_effort: requested,
+        revision: fresh_revision(),
+        efforts,
+    };
+    let value = selection.to_value();
+    st.selection = Some(selection);
+    let view = crate::sessions::view(rt, st);
+    Ok((
+        json!({
+            "session_id": session_id,
+            "selection": value,
+            "catalog_revision": catalog_revision,
+            "scope": "session",
+            "durable": true,
+            "history_revision": history_revision,
+            "notices": notices,
+        }),
+        Some(view),
+    ))
+}

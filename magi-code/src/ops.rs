@@ -64,6 +64,24 @@ pub fn run(
             cancel,
         ),
         Request::ModelCatalogStatus => crate::catalog::status(&rt, cancel),
+        Request::SelectionSet {
+            session_id,
+            selection_revision,
+            catalog_revision,
+            provider,
+            model,
+            effort,
+        } => crate::catalog::select(
+            &rt,
+            &mut st,
+            session_id,
+            selection_revision,
+            catalog_revision,
+            provider,
+            model,
+            *effort,
+            cancel,
+        ),
         _ => Err(ErrorCode::UnsupportedMethod),
     }
 }

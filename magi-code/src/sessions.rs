@@ -23,6 +23,13 @@ pub struct Selection {
     pub requested_effort: String,
     /// Opaque revision, fresh on every attachment or mutation.
     pub revision: String,
+    /// The model's effort controls: `None` unknown, empty unsupported, else the explicit levels.
+    pub efforts: Option<Vec<String>>,
+}
+
+/// Effort controls known without a cache: the built-in `scripted` models have none.
+fn builtin_efforts(provider: &str) -> Option<Vec<String>> {
+    (provider == "scripted").then(Vec::new)
 }
 
 impl Selection {
@@ -34,18 +41,32 @@ impl Selection {
             model: rt.settings.model.clone(),
             requested_effort: rt.settings.effort.clone(),
             revision: fresh_revision(),
+            efforts: builtin_efforts(&rt.settings.provider),
         }
     }
 
     /// The `status.selection` object.
     #[must_use]
     pub fn to_value(&self) -> Value {
-        startup::selection(
-            &self.provider,
-            &self.model,
-            &self.requested_effort,
-            &self.revision,
-        )
+        let (support, permitted) = crate::catalog::effort_support(self.efforts.as_deref());
+        // Supported controls resolve to the requested effort when it is permitted (a saved
+        // request that no longer applies falls back to no override); otherwise null.
+        let effective = (support == "supported").then(|| {
+            if permitted.contains(&self.requested_effort) {
+                self.requested_effort.clone()
+            } else {
+                "default".to_owned()
+            }
+        });
+        json!({
+            "revision": self.revision,
+            "provider": crate::redact::safe_name(&self.provider),
+            "model": crate::redact::safe_name(&self.model),
+            "requested_effort": self.requested_effort,
+            "effective_effort": effective,
+            "effort_support": support,
+            "permitted_efforts": permitted,
+        })
     }
 }
 
@@ -235,6 +256,7 @@ fn restore(rt: &Runtime, summary: &Summary, notices: &mut Vec<&'static str>) -> 
             model: p.model.clone(),
             requested_effort: p.effort.clone(),
             revision: startup.revision,
+            efforts: builtin_efforts(&p.provider),
         }
     } else {
         notices.push("saved_selection_unavailable");
