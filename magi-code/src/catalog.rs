@@ -580,3 +580,98 @@ pub fn select(
         Some(view),
     ))
 }
+
+/// `model.refresh`: the one deliberate remote request. Fetches the provider's model list
+/// (bounded in time and bytes), validates it, and replaces `cache/models/<provider>.json`
+/// atomically (temp file, fsync, rename, folder fsync). A failure leaves the old cache intact.
+pub fn refresh(
+    rt: &Runtime,
+    st: &mut SessionState,
+    provider: &str,
+    cancel: &Cancel,
+) -> Result<(Value, Option<protocol_core::ReadyView>), ErrorCode> {
+    use std::io::{Read, Write};
+    let target =
+        crate::providers::target(rt, provider, "").ok_or(ErrorCode::ProviderUnavailable)?;
+    let url = match target.api {
+        crate::providers::Api::OpenAi => format!("{}/models", target.base_url),
+        crate::providers::Api::Anthropic => format!("{}/v1/models?limit=1000", target.base_url),
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let req = target.authorize(agent.get(&url));
+    if cancel.is_cancelled() {
+        return Err(ErrorCode::OperationCancelled);
+    }
+    let resp = req.call().map_err(|_| ErrorCode::RefreshFailed)?;
+    if !resp.status().is_success() {
+        return Err(ErrorCode::RefreshFailed);
+    }
+    let mut body = Vec::new();
+    resp.into_body()
+        .into_reader()
+        .take(FILE_BYTES + 1)
+        .read_to_end(&mut body)
+        .map_err(|_| ErrorCode::RefreshFailed)?;
+    if body.len() as u64 > FILE_BYTES {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    if cancel.is_cancelled() {
+        return Err(ErrorCode::OperationCancelled);
+    }
+    let v: Value = serde_json::from_slice(&body).map_err(|_| ErrorCode::RefreshFailed)?;
+    let list = v
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or(ErrorCode::RefreshFailed)?;
+    if list.len() > MODELS {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    let mut models = Vec::with_capacity(list.len());
+    for m in list {
+        let id = m
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or(ErrorCode::RefreshFailed)?;
+        if id.is_empty() || id.len() > STRING_BYTES {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let name = m.get("display_name").and_then(Value::as_str);
+        models.push(json!({"id": id, "name": name}));
+    }
+    let fetched_at = store::rfc3339(store::now_ms());
+    let cache = json!({"provider": provider, "fetched_at": fetched_at, "models": models});
+    let dir = rt.root.join("cache").join("models");
+    let tmp = dir.join(format!(
+        ".{provider}.json.{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let write = || -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.write_all(cache.to_string().as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(format!("{provider}.json")))?;
+        store::sync_dir(&dir)
+    };
+    if write().is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ErrorCode::RefreshFailed);
+    }
+    if let Some(s) = st.catalog.snapshot.as_mut() {
+        s.stale = true;
+    }
+    Ok((
+        json!({"provider": provider, "models": models.len(), "fetched_at": fetched_at}),
+        None,
+    ))
+}

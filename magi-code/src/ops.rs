@@ -64,6 +64,9 @@ pub fn run(
             cancel,
         ),
         Request::ModelCatalogStatus => crate::catalog::status(&rt, cancel),
+        Request::ModelRefresh { provider } => {
+            crate::catalog::refresh(&rt, &mut st, provider, cancel)
+        }
         Request::SelectionSet {
             session_id,
             selection_revision,

@@ -47,6 +47,19 @@ impl std::fmt::Debug for Target {
     }
 }
 
+impl Target {
+    /// Adds the provider's authentication headers.
+    pub fn authorize<B>(&self, req: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match (self.api, &self.key) {
+            (Api::OpenAi, Some(k)) => req.header("authorization", &format!("Bearer {k}")),
+            (Api::Anthropic, Some(k)) => req
+                .header("x-api-key", k)
+                .header("anthropic-version", "2023-06-01"),
+            _ => req,
+        }
+    }
+}
+
 /// Why a stream failed; all become `execution_failed` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderError {
