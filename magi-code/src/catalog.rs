@@ -2,6 +2,7 @@
 //! per child. Nothing here fetches, writes or runs a provider.
 
 use crate::cancel::Cancel;
+use crate::paging;
 use crate::redact::safe_name;
 use crate::sessions::SessionState;
 use crate::settings::BUILTIN_PROVIDERS;
@@ -14,8 +15,6 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-/// `catalog_page_bytes`.
-pub const PAGE_BYTES: usize = 32_768;
 /// `catalog_models`: cached models read per scan, before exclusions.
 pub const MODELS: usize = 2_048;
 /// `catalog_file_bytes`.
@@ -315,24 +314,12 @@ struct Snapshot {
 
 fn page(s: &Snapshot, start: usize, limit: u64) -> Value {
     let limit = usize::try_from(limit).unwrap_or(100);
-    let base = json!({"revision": s.revision, "choices": [], "next_cursor": "x".repeat(64), "complete": false, "notices": s.notices, "source": "cache_only"})
-        .to_string()
-        .len();
-    let (mut size, mut end) = (base, start);
-    while end < s.choices.len() && end - start < limit {
-        let add = s.choices[end].len() + usize::from(end > start);
-        if size + add > PAGE_BYTES {
-            break;
-        }
-        size += add;
-        end += 1;
-    }
-    let choices: Vec<Value> = s.choices[start..end]
-        .iter()
-        .filter_map(|c| serde_json::from_str(c).ok())
-        .collect();
-    let next = (end < s.choices.len()).then(|| format!("{end}.{}", s.revision));
-    json!({"revision": s.revision, "choices": choices, "next_cursor": next, "complete": next.is_none(), "notices": s.notices, "source": "cache_only"})
+    let base = paging::base_bytes(
+        json!({"revision": s.revision, "choices": [], "complete": false, "notices": s.notices, "source": "cache_only"}),
+    );
+    let end = paging::end(&s.choices, start, limit, base);
+    let next = paging::cursor(end, s.choices.len(), &s.revision);
+    json!({"revision": s.revision, "choices": paging::values(&s.choices[start..end]), "complete": next.is_none(), "next_cursor": next, "notices": s.notices, "source": "cache_only"})
 }
 
 /// `model.catalog`.
@@ -350,16 +337,11 @@ pub fn catalog(
             .snapshot
             .as_ref()
             .ok_or(ErrorCode::StaleCatalog)?;
-        let (idx, crev) = cur.split_once('.').ok_or(ErrorCode::StaleCatalog)?;
-        let idx: usize = idx.parse().map_err(|_| ErrorCode::StaleCatalog)?;
-        if snap.stale
-            || snap.revision != rev
-            || crev != rev
-            || idx == 0
-            || idx >= snap.choices.len()
-        {
+        if snap.stale || snap.revision != rev {
             return Err(ErrorCode::StaleCatalog);
         }
+        let idx =
+            paging::parse_cursor(cur, rev, snap.choices.len()).ok_or(ErrorCode::StaleCatalog)?;
         let fingerprint = snap.fingerprint;
         let rescan = scan(rt, st, cancel);
         let snap = st

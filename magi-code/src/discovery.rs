@@ -3,6 +3,7 @@
 
 use crate::cancel::Cancel;
 use crate::history::{self, display_title};
+use crate::paging;
 use crate::sessions::SessionState;
 use crate::startup::{fresh_revision, Runtime};
 use crate::store::{self, ReadError, SessionId, Sessions};
@@ -27,8 +28,6 @@ pub const SCAN_BYTES: u64 = 64 << 20;
 pub const SCAN_LINES: usize = 100_000;
 /// `discovery_scan_ms`.
 pub const SCAN_MS: u64 = 2_000;
-/// `discovery_page_bytes`.
-pub const PAGE_BYTES: usize = 32_768;
 /// `discover_candidates`: names one `session.discover` call keeps and examines at most.
 pub const DISCOVER_CANDIDATES: usize = 256;
 
@@ -256,35 +255,18 @@ fn scan_with(
     })
 }
 
-fn base_bytes(revision: &str, notices: &[&str]) -> usize {
-    json!({ "revision": revision, "sessions": [], "next_cursor": "x".repeat(64), "complete": false, "notices": notices })
-        .to_string()
-        .len()
-}
-
 fn page(snap: &ListSnapshot, start: usize, limit: u64) -> Value {
     let limit = usize::try_from(limit).unwrap_or(100);
-    let base = base_bytes(&snap.revision, &snap.notices);
-    let mut size = base;
-    let mut end = start;
-    while end < snap.entries.len() && end - start < limit {
-        let add = snap.entries[end].len() + usize::from(end > start);
-        if size + add > PAGE_BYTES {
-            break;
-        }
-        size += add;
-        end += 1;
-    }
-    let sessions: Vec<Value> = snap.entries[start..end]
-        .iter()
-        .filter_map(|e| serde_json::from_str(e).ok())
-        .collect();
-    let next = (end < snap.entries.len()).then(|| format!("{end}.{}", snap.revision));
+    let base = paging::base_bytes(
+        json!({ "revision": snap.revision, "sessions": [], "complete": false, "notices": snap.notices }),
+    );
+    let end = paging::end(&snap.entries, start, limit, base);
+    let next = paging::cursor(end, snap.entries.len(), &snap.revision);
     json!({
         "revision": snap.revision,
-        "sessions": sessions,
-        "next_cursor": next,
+        "sessions": paging::values(&snap.entries[start..end]),
         "complete": next.is_none(),
+        "next_cursor": next,
         "notices": snap.notices,
     })
 }
@@ -314,11 +296,8 @@ pub fn list(
             if snap.stale || snap.revision != rev {
                 return Err(ErrorCode::StaleRevision);
             }
-            let (idx, crev) = cur.split_once('.').ok_or(ErrorCode::StaleRevision)?;
-            let idx: usize = idx.parse().map_err(|_| ErrorCode::StaleRevision)?;
-            if crev != rev || idx == 0 || idx >= snap.entries.len() {
-                return Err(ErrorCode::StaleRevision);
-            }
+            let idx = paging::parse_cursor(cur, rev, snap.entries.len())
+                .ok_or(ErrorCode::StaleRevision)?;
             let fingerprint = snap.fingerprint;
             // Rescan under the same bounds; any mutation or failure invalidates stickily.
             let st_ro: &SessionState = st;
@@ -446,7 +425,7 @@ pub fn discover(
         match examine(rt, st, &sessions, id, &mut budget, None) {
             Ok(Examined::Entry(e)) => {
                 let add = e.to_string().len() + usize::from(!out.is_empty());
-                if size + add > PAGE_BYTES {
+                if size + add > paging::PAGE_BYTES {
                     stopped_early = true;
                     break;
                 }

@@ -13,8 +13,6 @@ pub const CHUNK_BYTES: usize = 16_384;
 pub const SNAPSHOT_BYTES: usize = 8 << 20;
 /// Most parts in a projection.
 pub const SNAPSHOT_PARTS: usize = 10_000;
-/// Largest serialized `history.page` result.
-pub const PAGE_BYTES: usize = 32_768;
 /// Most entries in one page.
 pub const PAGE_ENTRIES: usize = 100;
 
@@ -482,23 +480,6 @@ pub fn chunk(text: &str) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
-}
-
-/// One page from entry `start`: the entries that fit 32,768 serialized result bytes and 100
-/// entries, given the serialized size of the result without entries.
-#[must_use]
-pub fn page_end(entries: &[String], start: usize, limit: usize, base_bytes: usize) -> usize {
-    let mut size = base_bytes;
-    let mut end = start;
-    while end < entries.len() && end - start < limit {
-        let add = entries[end].len() + usize::from(end > start);
-        if size + add > PAGE_BYTES {
-            break;
-        }
-        size += add;
-        end += 1;
-    }
-    end
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod discovery;
 pub mod history;
 pub mod ops;
+pub mod paging;
 pub mod providers;
 pub mod redact;
 pub mod runner;

@@ -368,28 +368,17 @@ pub fn page(
     let entries = &snap.projection.entries;
     let start = match cursor {
         None => 0,
-        Some(c) => {
-            let (idx, rev) = c.split_once('.').ok_or(ErrorCode::StaleRevision)?;
-            let idx: usize = idx.parse().map_err(|_| ErrorCode::StaleRevision)?;
-            if rev != snap.revision || idx == 0 || idx >= entries.len() {
-                return Err(ErrorCode::StaleRevision);
-            }
-            idx
-        }
+        Some(c) => crate::paging::parse_cursor(c, &snap.revision, entries.len())
+            .ok_or(ErrorCode::StaleRevision)?,
     };
-    let widest_cursor = "x".repeat(protocol_core::limits::ID_BYTES);
-    let base = json!({ "session_id": session_id, "revision": snap.revision, "entries": [], "next_cursor": widest_cursor, "complete": false })
-        .to_string()
-        .len();
-    let end = history::page_end(entries, start, history::PAGE_ENTRIES, base);
-    let page: Vec<Value> = entries[start..end]
-        .iter()
-        .filter_map(|e| serde_json::from_str(e).ok())
-        .collect();
-    let next = (end < entries.len()).then(|| format!("{end}.{}", snap.revision));
-    let complete = end == entries.len() && snap.projection.complete;
+    let base = crate::paging::base_bytes(
+        json!({ "session_id": session_id, "revision": snap.revision, "entries": [], "complete": false }),
+    );
+    let end = crate::paging::end(entries, start, history::PAGE_ENTRIES, base);
+    let next = crate::paging::cursor(end, entries.len(), &snap.revision);
+    let complete = next.is_none() && snap.projection.complete;
     Ok((
-        json!({ "session_id": session_id, "revision": snap.revision, "entries": page, "next_cursor": next, "complete": complete }),
+        json!({ "session_id": session_id, "revision": snap.revision, "entries": crate::paging::values(&entries[start..end]), "next_cursor": next, "complete": complete }),
         None,
     ))
 }
