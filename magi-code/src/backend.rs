@@ -69,7 +69,16 @@ impl Workers {
         let handle = Self::spawn("mc-init", move || {
             let outcome = catch_unwind(AssertUnwindSafe(|| startup::run(&env, &c, &capabilities)));
             let ev = match outcome {
-                Ok(Ok((runtime, view))) => {
+                Ok(Ok(runtime)) => {
+                    // The startup selection is stored once, so every later view and
+                    // `selection.set` check sees the revision this readiness reports.
+                    let mut st = shared
+                        .sessions
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    st.selection = Some(crate::sessions::Selection::startup(&runtime));
+                    let view = crate::sessions::view(&runtime, &st);
+                    drop(st);
                     *shared
                         .runtime
                         .lock()

@@ -2,10 +2,10 @@
 //! MCP admission and the context identity. Runs off the protocol loop, cancellably.
 
 use crate::cancel::Cancel;
-use crate::redact::safe_name;
+
 use crate::settings::{self, Settings};
-use protocol_core::{ErrorCode, ReadyView};
-use serde_json::{json, Value};
+use protocol_core::ErrorCode;
+
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 use std::fs;
@@ -153,27 +153,6 @@ pub fn api_key(provider: &str, root: &Path) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The `status.selection` object for a provider/model and requested effort.
-#[must_use]
-pub fn selection(provider: &str, model: &str, requested_effort: &str, revision: &str) -> Value {
-    // Built-in scripted models have no effort control; others are unknown until the
-    // catalog cache says otherwise.
-    let support = if provider == "scripted" {
-        "unsupported"
-    } else {
-        "unknown"
-    };
-    json!({
-        "revision": revision,
-        "provider": safe_name(provider),
-        "model": safe_name(model),
-        "requested_effort": requested_effort,
-        "effective_effort": null,
-        "effort_support": support,
-        "permitted_efforts": ["default"],
-    })
-}
-
 /// The approval digest of a canonical MCP server definition.
 #[must_use]
 pub fn mcp_digest(canonical: &str) -> String {
@@ -187,11 +166,7 @@ pub fn fresh_revision() -> String {
 }
 
 /// Runs initialization. `capabilities` are the negotiated names.
-pub fn run(
-    env: &LaunchEnv,
-    cancel: &Cancel,
-    _capabilities: &[String],
-) -> Result<(Runtime, ReadyView), Failure> {
+pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result<Runtime, Failure> {
     let cwd = env
         .cwd
         .as_ref()
@@ -233,27 +208,12 @@ pub fn run(
         return Err(failed(ErrorCode::ProviderUnavailable));
     }
 
-    let view = ReadyView {
-        provider: safe_name(&settings.provider),
-        model: safe_name(&settings.model),
-        context_id: context_id.clone(),
-        session_id: None,
-        selection: selection(
-            &settings.provider,
-            &settings.model,
-            &settings.effort,
-            &fresh_revision(),
-        ),
-    };
-    Ok((
-        Runtime {
-            root,
-            cwd,
-            settings,
-            context_id,
-        },
-        view,
-    ))
+    Ok(Runtime {
+        root,
+        cwd,
+        settings,
+        context_id,
+    })
 }
 
 #[cfg(test)]
