@@ -285,13 +285,15 @@ pub fn run_turn(
         run_id,
         output_lost: false,
     };
-    let data = execute(
-        &mut run,
-        &prompt,
-        &steps,
-        selection.provider == "scripted" && selection.model == "echo",
-        http.as_ref(),
-    );
+    let echo = selection.provider == "scripted" && selection.model == "echo";
+    // A panic after admission must still end the run with its terminal event, or the engine
+    // would keep the run active: report it as a failed run whose persistence is unknown.
+    let data = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        execute(&mut run, &prompt, &steps, echo, http.as_ref())
+    }))
+    .unwrap_or_else(|_| {
+        json!({ "outcome": "failed", "persistence": "degraded", "revision": null, "error_code": ErrorCode::ExecutionFailed.as_str() })
+    });
     // Late answers to this run's approvals are stale from now on.
     shared.approvals.clear();
     let view = {
