@@ -58,6 +58,18 @@ impl Workers {
             .ok()
     }
 
+    /// Puts a started worker in its slot; the finished one it replaces is joined at cleanup.
+    fn keep(
+        slot: &mut Option<(RequestId, Running)>,
+        finished: &mut Vec<JoinHandle<()>>,
+        id: RequestId,
+        running: Running,
+    ) {
+        if let Some((_, old)) = slot.replace((id, running)) {
+            finished.push(old.handle);
+        }
+    }
+
     fn start_init(&mut self, capabilities: Vec<String>, sink: &EventSink) {
         let cancel = Arc::new(Cancel::default());
         let (env, shared, c, s) = (
@@ -135,11 +147,12 @@ impl Workers {
             });
         });
         match handle {
-            Some(handle) => {
-                if let Some((_, old)) = self.op.replace((id, Running { cancel, handle })) {
-                    self.finished.push(old.handle);
-                }
-            }
+            Some(handle) => Self::keep(
+                &mut self.op,
+                &mut self.finished,
+                id,
+                Running { cancel, handle },
+            ),
             None => {
                 sink.send(WorkerEvent::OpDone {
                     id,
@@ -174,11 +187,12 @@ impl Workers {
             }
         });
         match handle {
-            Some(handle) => {
-                if let Some((_, old)) = self.run.replace((id, Running { cancel, handle })) {
-                    self.finished.push(old.handle);
-                }
-            }
+            Some(handle) => Self::keep(
+                &mut self.run,
+                &mut self.finished,
+                id,
+                Running { cancel, handle },
+            ),
             None => {
                 sink.send(WorkerEvent::TurnRejected {
                     id,
