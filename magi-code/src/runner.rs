@@ -529,6 +529,15 @@ mod tests {
         assert!(c.iter().all(|p| p.len() <= LIVE_CHUNK_BYTES));
         assert_eq!(c.concat(), t);
         assert_eq!(live_chunks("hi", 3, 4000), ["h", "i"]);
+        // The live chunk bound at its edge: 4,000 bytes is one chunk, 4,001 two.
+        assert_eq!(
+            live_chunks(&"a".repeat(LIVE_CHUNK_BYTES), 1, LIVE_CHUNK_BYTES).len(),
+            1
+        );
+        assert_eq!(
+            live_chunks(&"a".repeat(LIVE_CHUNK_BYTES + 1), 1, LIVE_CHUNK_BYTES).len(),
+            2
+        );
         assert!(live_chunks("", 3, 4000).is_empty());
     }
 }

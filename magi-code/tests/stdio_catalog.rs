@@ -184,7 +184,16 @@ fn bad_caches_and_bounds() {
     cache(&env, "anthropic", json!([{"id": "a"}, {"id": "a"}]));
     let r = catalog(&mut s, "c3", json!({}));
     assert_eq!(r["error"]["code"], "catalog_unavailable");
-    // An overlong enabled identifier fails the operation.
+    // The longest identifier (256 bytes) is a choice; one byte more fails the operation.
+    let longest = "m".repeat(256);
+    cache(&env, "anthropic", json!([{"id": longest}]));
+    drop(s);
+    env.write_global_settings(
+        &json!({"providers": {"catalog": {"enabled": [format!("anthropic/{longest}")]}}}),
+    );
+    let mut s = start(&env, &[]);
+    let r = catalog(&mut s, "c3b", json!({}));
+    assert_eq!(result(&r)["choices"][0]["model"], longest.as_str());
     let long = "m".repeat(257);
     cache(&env, "anthropic", json!([{"id": long}]));
     drop(s);
