@@ -18,8 +18,9 @@ const STDIN: Token = Token(0);
 const STDOUT: Token = Token(1);
 const WAKE: Token = Token(2);
 
-/// Capacity of the worker event channel (`worker_events`).
-pub const WORKER_EVENTS: usize = 32;
+// Re-exported so the driver's own channel bound keeps its old path and can never drift from
+// the advertised `worker_events`.
+pub use protocol_core::limits::WORKER_EVENTS;
 
 /// Why the launch check refused the standard streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -524,9 +524,7 @@ pub fn select(
         "model": model,
         "effort": requested,
     });
-    if record.to_string().len()
-        > protocol_core::limits::advertised("selection_append_bytes").unwrap_or(4_096) as usize
-    {
+    if record.to_string().len() > protocol_core::limits::SELECTION_APPEND_BYTES {
         return Err(ErrorCode::InvalidParams);
     }
     let a = st.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
