@@ -1,5 +1,7 @@
 //! Entry points shared by the cargo-fuzz targets and the corpus-replay tests. Each asserts
 //! the invariants that must hold for any input; a panic here is a bug.
+//!
+//! Test support: compiled only with the `testing` feature (it drives [`crate::sim::Sim`]).
 
 use crate::framing::{FrameEvent, LineAt, LineDecoder};
 use crate::ids::RequestId;

@@ -37,12 +37,14 @@ pub mod engine;
 pub mod envelope;
 pub mod error;
 pub mod framing;
+#[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod ids;
 pub mod json;
 pub mod limits;
 pub mod methods;
 pub mod outq;
+#[cfg(feature = "testing")]
 pub mod sim;
 pub mod time;
 pub mod trace;

@@ -1,5 +1,7 @@
 //! A deterministic harness around [`Engine`]: fake clock, in-memory pipes, optional automatic
 //! worker answers. Property tests, replay and fuzz targets all drive the engine through it.
+//!
+//! Test support: compiled only with the `testing` feature, which the production binary leaves off.
 
 use crate::engine::{Config, Engine, Output};
 use crate::limits::READ_BATCH_BYTES;
