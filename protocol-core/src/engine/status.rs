@@ -1,0 +1,73 @@
+//! The `initialize` and `status` results.
+
+use super::{Engine, State};
+use crate::caps::Capability;
+use crate::limits;
+use serde_json::{json, Map, Value};
+
+impl Engine {
+    pub(super) fn capability_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&str> = Capability::BASE.iter().map(|c| c.as_str()).collect();
+        for c in [Capability::ToolCards, Capability::ClientTools] {
+            if self.negotiated.contains(c) {
+                names.push(c.as_str());
+            }
+        }
+        names
+    }
+
+    pub(super) fn limits_object(&self) -> Value {
+        let mut m = Map::new();
+        let discover: &[(&str, u64)] = if self.negotiated.contains(Capability::SessionDiscover) {
+            limits::DISCOVER_ADVERTISED
+        } else {
+            &[]
+        };
+        for (k, v) in limits::ADVERTISED.iter().chain(discover) {
+            m.insert((*k).to_owned(), Value::from(*v));
+        }
+        Value::Object(m)
+    }
+
+    /// The `status` result for the current state.
+    #[must_use]
+    pub fn status_value(&self) -> Value {
+        match &self.state {
+            State::Ready(v) => json!({
+                "state": if self.run.is_some() { "running" } else { "idle" },
+                "readiness": "ready",
+                "provider": v.provider,
+                "model": v.model,
+                "context_id": v.context_id,
+                "session_id": v.session_id,
+                "run_id": self.run,
+                "selection": v.selection,
+            }),
+            State::Failed {
+                code,
+                provider,
+                model,
+                context_id,
+            } => json!({
+                "state": "failed",
+                "readiness": code.as_str(),
+                "provider": provider,
+                "model": model,
+                "context_id": context_id,
+                "session_id": null,
+                "run_id": null,
+                "selection": null,
+            }),
+            _ => json!({
+                "state": "starting",
+                "readiness": "initializing",
+                "provider": null,
+                "model": null,
+                "context_id": null,
+                "session_id": null,
+                "run_id": null,
+                "selection": null,
+            }),
+        }
+    }
+}
