@@ -13,9 +13,9 @@
 //!    backend and exiting on [`Output::Exit`];
 //! 2. writes [`Engine::pending_write`] while the pipe accepts bytes, reporting each accepted
 //!    count with [`Engine::handle_written`] (or [`Engine::handle_output_error`] on failure);
-//! 3. reads one batch of at most 4,096 bytes into [`Engine::handle_input`] only while
-//!    [`Engine::wants_input`] is true (flow control, `decisions.md` 27), and reports EOF with
-//!    [`Engine::handle_eof`];
+//! 3. reads one batch of at most [`limits::READ_BATCH_BYTES`] bytes into
+//!    [`Engine::handle_input`] only while [`Engine::wants_input`] is true (flow control,
+//!    `decisions.md` 27), and reports EOF with [`Engine::handle_eof`];
 //! 4. feeds worker events with [`Engine::handle_worker_event`];
 //! 5. sleeps until input, output readiness, a worker wake-up or [`Engine::poll_timeout`], and
 //!    calls [`Engine::handle_timeout`] with the current time when that passes.

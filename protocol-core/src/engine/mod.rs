@@ -41,7 +41,8 @@ impl Default for Config {
 pub enum StopPhase {
     /// Writing out what is queued.
     Draining,
-    /// Waiting (at most 2,000 ms) for workers to clean up.
+    /// Waiting (at most [`CLEANUP_WAIT_MS`](crate::limits::CLEANUP_WAIT_MS)) for workers to
+    /// clean up.
     CleanupWait,
     /// [`Output::Exit`] was emitted.
     Exited,
@@ -177,7 +178,8 @@ impl Engine {
         &self.instance_id
     }
 
-    /// Whether the driver may read one more batch (at most 4,096 bytes) for [`Self::handle_input`].
+    /// Whether the driver may read one more batch (at most [`READ_BATCH_BYTES`]) for
+    /// [`Self::handle_input`].
     #[must_use]
     pub fn wants_input(&self) -> bool {
         !self.is_stopping() && !self.eof && self.backlog_pos >= self.backlog.len()
@@ -213,7 +215,7 @@ impl Engine {
         if !self.wants_input() || bytes.is_empty() {
             return;
         }
-        // A batch larger than the contract's 4,096 bytes is cut: the driver promised not to.
+        // A batch larger than the contract's READ_BATCH_BYTES is cut: the driver promised not to.
         let bytes = &bytes[..bytes.len().min(READ_BATCH_BYTES)];
         self.backlog.clear();
         self.backlog.extend_from_slice(bytes);
