@@ -8,9 +8,7 @@
 //! `content_limit`: no stored history can produce it yet (every text is chunked), so it is not
 //! covered.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::fs;

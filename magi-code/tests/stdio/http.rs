@@ -2,9 +2,7 @@
 //! configured provider and the Anthropic Messages API (base URL overridden), plus a failing
 //! server.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, Env, Server};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

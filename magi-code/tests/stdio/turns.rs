@@ -1,9 +1,7 @@
 //! Turns over real pipes with the offline `scripted` provider: admission, the live event
 //! stream, reconciliation, the run terminal, durability across children, cancellation.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -2,9 +2,7 @@
 //! bounds, identity, flow control and exit codes (local-agent-protocol.md "Frames,
 //! correlation and compatibility", "Bounds and failure policy"; decisions.md 1–9, 27).
 
-mod common;
-
-use common::{
+use crate::common::{
     assert_dir_0700, assert_error, assert_keys, assert_ready_status, error_code, frame,
     init_params, padded_status, result, Env, BASE_CAPABILITIES, BASE_LIMITS, INPUT_FRAME_BYTES,
     PROTOCOL,

@@ -1,8 +1,6 @@
 //! `model.refresh` over real pipes against a local HTTP server on 127.0.0.1.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, Env, Server};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

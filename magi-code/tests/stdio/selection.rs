@@ -1,9 +1,7 @@
 //! `selection.set` over real pipes: validation order, durable preferences, status agreement
 //! and restoration in a new child.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, Env, Server};
 use serde_json::{json, Value};
 
 fn setup() -> Env {

@@ -1,8 +1,6 @@
 //! `model.catalog` and `model.catalog.status` over real pipes, on cache files the test writes.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, Env, Server};
 use serde_json::{json, Value};
 
 fn cache(env: &Env, provider: &str, models: Value) {

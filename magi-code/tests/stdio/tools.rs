@@ -1,9 +1,7 @@
 //! Tool calls through the scripted provider over real pipes: policy, approvals (one winning
 //! answer, deny, cancel), activity events and their history.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
