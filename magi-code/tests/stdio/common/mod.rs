@@ -8,11 +8,15 @@
 //! promises (fields, `seq` continuity, one `instance_id`, `{"code"}`-only errors).
 
 mod asserts;
+mod client;
+mod fixtures;
 mod frames;
 mod server;
 mod spec;
 
 pub use asserts::*;
+pub use client::*;
+pub use fixtures::*;
 pub use frames::*;
 pub use server::*;
 pub use spec::*;
