@@ -2,9 +2,7 @@
 //! exits 2 before runtime side effects (backend.md "Launch", protocol "Invalid launch exits 2
 //! before runtime side effects").
 
-mod common;
-
-use common::{code, drain, frame, init_params, wait_exit, Env, STEP};
+use crate::common::{code, drain, frame, init_params, wait_exit, Env, STEP};
 use serde_json::json;
 use std::fs::{self, File};
 use std::io::{Read, Write};

@@ -1,27 +1,7 @@
 //! `model.catalog` and `model.catalog.status` over real pipes, on cache files the test writes.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{result, start, write_catalog_cache, Env, Server};
 use serde_json::{json, Value};
-
-fn cache(env: &Env, provider: &str, models: Value) {
-    let dir = env.home().join("cache").join("models");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{provider}.json")),
-        json!({"provider": provider, "fetched_at": "2026-11-30T12:00:00Z", "models": models})
-            .to_string(),
-    )
-    .unwrap();
-}
-
-fn start(env: &Env, caps: &[&str]) -> Server {
-    let mut s = env.spawn();
-    let init = s.call("init", "initialize", &init_params(caps));
-    assert!(init.get("result").is_some(), "{init}");
-    s
-}
 
 fn catalog(s: &mut Server, id: &str, params: Value) -> Value {
     s.call(id, "model.catalog", &params)
@@ -33,7 +13,7 @@ fn choices_come_only_from_enabled_cached_models() {
     env.write_global_settings(&json!({"providers": {"catalog": {"enabled": [
         "scripted/echo", "anthropic/claude-sonnet-4-5", "anthropic/old-model", "openai/gpt-x",
     ]}}}));
-    cache(
+    write_catalog_cache(
         &env,
         "anthropic",
         json!([
@@ -110,7 +90,7 @@ fn default_settings_admit_no_choices() {
 fn continuations_go_stale_stickily_on_mutation() {
     let env = Env::new();
     env.write_global_settings(&json!({"providers": {"catalog": {"enabled": ["anthropic/a", "anthropic/b", "anthropic/c"]}}}));
-    cache(
+    write_catalog_cache(
         &env,
         "anthropic",
         json!([{"id": "a"}, {"id": "b"}, {"id": "c"}]),
@@ -128,7 +108,7 @@ fn continuations_go_stale_stickily_on_mutation() {
     assert_eq!(result(&second)["choices"][0]["model"], "b");
     let cur2 = result(&second)["next_cursor"].as_str().unwrap().to_owned();
     let original = std::fs::read(env.home().join("cache/models/anthropic.json")).unwrap();
-    cache(
+    write_catalog_cache(
         &env,
         "anthropic",
         json!([{"id": "a"}, {"id": "b"}, {"id": "c"}, {"id": "d"}]),
@@ -163,7 +143,7 @@ fn bad_caches_and_bounds() {
     let dir = env.home().join("cache").join("models");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("anthropic.json"), b"{not json").unwrap();
-    cache(&env, "openai", json!([{"id": "sk-ant-api03-secret"}]));
+    write_catalog_cache(&env, "openai", json!([{"id": "sk-ant-api03-secret"}]));
     let mut s = start(&env, &[]);
     let r = catalog(&mut s, "c1", json!({}));
     assert_eq!(
@@ -181,12 +161,12 @@ fn bad_caches_and_bounds() {
     assert_eq!(r["error"]["code"], "catalog_unavailable");
     std::fs::remove_file(dir.join("anthropic.json")).unwrap();
     // Duplicate choices.
-    cache(&env, "anthropic", json!([{"id": "a"}, {"id": "a"}]));
+    write_catalog_cache(&env, "anthropic", json!([{"id": "a"}, {"id": "a"}]));
     let r = catalog(&mut s, "c3", json!({}));
     assert_eq!(r["error"]["code"], "catalog_unavailable");
     // The longest identifier (256 bytes) is a choice; one byte more fails the operation.
     let longest = "m".repeat(256);
-    cache(&env, "anthropic", json!([{"id": longest}]));
+    write_catalog_cache(&env, "anthropic", json!([{"id": longest}]));
     drop(s);
     env.write_global_settings(
         &json!({"providers": {"catalog": {"enabled": [format!("anthropic/{longest}")]}}}),
@@ -195,7 +175,7 @@ fn bad_caches_and_bounds() {
     let r = catalog(&mut s, "c3b", json!({}));
     assert_eq!(result(&r)["choices"][0]["model"], longest.as_str());
     let long = "m".repeat(257);
-    cache(&env, "anthropic", json!([{"id": long}]));
+    write_catalog_cache(&env, "anthropic", json!([{"id": long}]));
     drop(s);
     env.write_global_settings(
         &json!({"providers": {"catalog": {"enabled": [format!("anthropic/{long}")]}}}),
@@ -209,12 +189,12 @@ fn bad_caches_and_bounds() {
 fn model_count_bound() {
     let env = Env::new();
     let models: Vec<Value> = (0..2_048).map(|i| json!({"id": format!("m{i}")})).collect();
-    cache(&env, "anthropic", json!(models));
+    write_catalog_cache(&env, "anthropic", json!(models));
     let mut s = start(&env, &[]);
     let r = catalog(&mut s, "c1", json!({}));
     assert!(r.get("result").is_some(), "2,048 cached models are scanned");
     let models: Vec<Value> = (0..2_049).map(|i| json!({"id": format!("m{i}")})).collect();
-    cache(&env, "anthropic", json!(models));
+    write_catalog_cache(&env, "anthropic", json!(models));
     let r = catalog(&mut s, "c2", json!({}));
     assert_eq!(r["error"]["code"], "catalog_limit");
 }
@@ -226,7 +206,7 @@ fn catalog_status_reports_provider_reasons() {
         "catalog": {"enabled": ["anthropic/a", "openai/o", "scripted/echo"]},
         "local": {"kind": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"},
     }}));
-    cache(&env, "anthropic", json!([{"id": "a"}]));
+    write_catalog_cache(&env, "anthropic", json!([{"id": "a"}]));
     let mut s = start(&env, &[]);
     let r = s.call("x", "model.catalog.status", &json!({}));
     assert_eq!(r["error"]["code"], "unsupported_capability");

@@ -2,9 +2,7 @@
 //! protocol forbids, so that the real-binary suites cannot pass vacuously. A tiny `sh`
 //! script stands in for the server.
 
-mod common;
-
-use common::Server;
+use crate::common::Server;
 use std::process::Command;
 
 const IID: &str = "0b5f4c1e-1d2a-4c3b-9e8f-7a6b5c4d3e2f";

@@ -2,9 +2,7 @@
 //! configured provider and the Anthropic Messages API (base URL overridden), plus a failing
 //! server.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{start_session, Env, Server};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -88,12 +86,7 @@ fn serve_once(status: u16, events: Vec<String>) -> (String, mpsc::Receiver<Seen>
 }
 
 fn run_turn(env: &Env, prompt: &str) -> (Server, String, Vec<Value>) {
-    let mut s = env.spawn();
-    s.call("init", "initialize", &init_params(&[]));
-    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (mut s, sid) = start_session(env, &[]);
     s.request(
         "t",
         "turn.start",

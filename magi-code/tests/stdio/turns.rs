@@ -1,25 +1,12 @@
 //! Turns over real pipes with the offline `scripted` provider: admission, the live event
 //! stream, reconciliation, the run terminal, durability across children, cancellation.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, start_session, write_script, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-fn start(env: &Env) -> (Server, String) {
-    let mut s = env.spawn();
-    s.call(
-        "init",
-        "initialize",
-        &init_params(&["session.create", "turn.start", "history.page", "shutdown"]),
-    );
-    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (s, sid)
-}
+/// The capabilities every turn test requires.
+const CAPS: [&str; 4] = ["session.create", "turn.start", "history.page", "shutdown"];
 
 /// Frames from the admission response up to and including `run.finished`.
 fn run_frames(s: &mut Server, id: &str) -> Vec<Value> {
@@ -69,7 +56,7 @@ fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
 #[test]
 fn echo_turn_streams_reconciles_and_persists() {
     let env = Env::new();
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &CAPS);
     let prompt = "Reply with exactly this sentence, ünïcödé included.";
     s.request(
         "t1",
@@ -147,7 +134,7 @@ fn echo_turn_streams_reconciles_and_persists() {
 #[test]
 fn preflight_rejections_persist_nothing() {
     let env = Env::new();
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &CAPS);
     let blank = s.call(
         "t0",
         "turn.start",
@@ -185,20 +172,15 @@ fn preflight_rejections_persist_nothing() {
 #[test]
 fn scripted_turns_cancel_fail_and_cycle() {
     let env = Env::new();
-    let script = env.root.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [
+    write_script(
+        &env,
+        json!([
             {"steps": [{"text": "thinking..."}, {"sleep_ms": 5000}, {"text": "never"}]},
             {"steps": [{"reasoning_summary": "planned"}, {"text": "partial"}, {"fail": "boom"}]},
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    env.write_global_settings(
-        &json!({"model": "script", "providers": {"scripted": {"script": script}}}),
+        ]),
+        None,
     );
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &CAPS);
     s.request(
         "t1",
         "turn.start",
@@ -299,16 +281,8 @@ fn scripted_turns_cancel_fail_and_cycle() {
 #[test]
 fn shutdown_during_a_run_delivers_its_terminal_first() {
     let env = Env::new();
-    let script = env.root.join("script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [{"steps": [{"sleep_ms": 10000}]}]}).to_string(),
-    )
-    .unwrap();
-    env.write_global_settings(
-        &json!({"model": "script", "providers": {"scripted": {"script": script}}}),
-    );
-    let (mut s, sid) = start(&env);
+    write_script(&env, json!([{"steps": [{"sleep_ms": 10000}]}]), None);
+    let (mut s, sid) = start_session(&env, &CAPS);
     s.request(
         "t1",
         "turn.start",
@@ -328,7 +302,7 @@ fn shutdown_during_a_run_delivers_its_terminal_first() {
 #[test]
 fn a_failed_input_append_fails_the_run_before_any_acknowledgement() {
     let env = Env::new();
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &CAPS);
     // The sessions folder becomes a symlink: histories are never written through one.
     let sessions = env.home().join("sessions");
     std::fs::remove_dir(&sessions).unwrap();

@@ -1,31 +1,9 @@
 //! Tool calls through the scripted provider over real pipes: policy, approvals (one winning
 //! answer, deny, cancel), activity events and their history.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{result, start_session, write_script, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-fn scripted(env: &Env, turns: Value, tools: Option<Value>) {
-    let script = env.root.join("script.json");
-    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
-    let mut settings = json!({"model": "script", "providers": {"scripted": {"script": script}}});
-    if let Some(t) = tools {
-        settings["tools"] = t;
-    }
-    env.write_global_settings(&settings);
-}
-
-fn start(env: &Env) -> (Server, String) {
-    let mut s = env.spawn();
-    s.call("init", "initialize", &init_params(&[]));
-    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (s, sid)
-}
 
 /// Reads frames until one matches `pred`; returns it and everything before.
 fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
@@ -46,12 +24,12 @@ fn is_event(name: &'static str) -> impl Fn(&Value) -> bool {
 #[test]
 fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
     let env = Env::new();
-    scripted(
+    write_script(
         &env,
         json!([{"steps": [{"tool": {"name": "write_file", "input": {"path": "out.txt", "content": "hi"}}}, {"text": "done"}]}]),
         None,
     );
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &[]);
     s.request(
         "t1",
         "turn.start",
@@ -124,7 +102,7 @@ fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
 #[test]
 fn denied_and_policy_refused_calls_fail_their_activity() {
     let env = Env::new();
-    scripted(
+    write_script(
         &env,
         json!([{"steps": [
             {"tool": {"name": "write_file", "input": {"path": "no.txt", "content": "x"}}},
@@ -134,7 +112,7 @@ fn denied_and_policy_refused_calls_fail_their_activity() {
         ]}]),
         Some(json!({"shell": "deny"})),
     );
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &[]);
     s.request(
         "t1",
         "turn.start",
@@ -186,12 +164,12 @@ fn denied_and_policy_refused_calls_fail_their_activity() {
 #[test]
 fn cancelling_while_an_approval_waits_denies_it() {
     let env = Env::new();
-    scripted(
+    write_script(
         &env,
         json!([{"steps": [{"tool": {"name": "shell", "input": {"command": "touch ran"}}}]}]),
         None,
     );
-    let (mut s, sid) = start(&env);
+    let (mut s, sid) = start_session(&env, &[]);
     s.request(
         "t1",
         "turn.start",

@@ -1,8 +1,6 @@
 //! `model.refresh` over real pipes against a local HTTP server on 127.0.0.1.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{result, start, Env};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -34,12 +32,6 @@ fn env_with(base: &str) -> Env {
         "local": {"kind": "openai-compatible", "base_url": base},
     }}));
     env
-}
-
-fn start(env: &Env, caps: &[&str]) -> Server {
-    let mut s = env.spawn();
-    s.call("init", "initialize", &init_params(caps));
-    s
 }
 
 #[test]

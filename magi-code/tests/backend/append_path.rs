@@ -1,9 +1,13 @@
 //! The durable append path (used by turns and selection) seen from another child: what one
 //! child appends, a new child opens and pages, and leases keep them apart meanwhile.
 
-use magi_code::sessions::{self, SessionState};
-use magi_code::settings::Settings;
-use magi_code::startup::Runtime;
+// Every path into the library, in one place: the `src` restructure moves these modules.
+use magi_code::{
+    cancel::Cancel,
+    sessions::{self, SessionState},
+    settings::Settings,
+    startup::Runtime,
+};
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -115,7 +119,7 @@ fn appended_history_is_reopened_by_a_new_child() {
 
     // The revision after our own append is refreshed.
     let old = a.snapshot.revision.clone();
-    let new = sessions::refresh(&rt, a, &magi_code::cancel::Cancel::default()).unwrap();
+    let new = sessions::refresh(&rt, a, &Cancel::default()).unwrap();
     assert_ne!(old, new);
 
     // Detaching releases the lease; a new child opens and pages the same history.

@@ -1,9 +1,7 @@
 //! `selection.set` over real pipes: validation order, durable preferences, status agreement
 //! and restoration in a new child.
 
-mod common;
-
-use common::{init_params, result, Env, Server};
+use crate::common::{init_params, result, start_session, write_catalog_cache, Env, Server};
 use serde_json::{json, Value};
 
 fn setup() -> Env {
@@ -12,14 +10,11 @@ fn setup() -> Env {
     env.write_global_settings(
         &json!({"providers": {"catalog": {"enabled": ["scripted/echo", "anthropic/claude-x"]}}}),
     );
-    let dir = env.home().join("cache").join("models");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("anthropic.json"),
-        json!({"provider": "anthropic", "fetched_at": "2026-11-30T12:00:00Z", "models": [{"id": "claude-x", "efforts": ["low", "high"]}]})
-            .to_string(),
-    )
-    .unwrap();
+    write_catalog_cache(
+        &env,
+        "anthropic",
+        json!([{"id": "claude-x", "efforts": ["low", "high"]}]),
+    );
     env
 }
 
@@ -31,12 +26,7 @@ struct Ctx {
 }
 
 fn start(env: &Env) -> Ctx {
-    let mut s = env.spawn();
-    s.call("init", "initialize", &init_params(&[]));
-    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (mut s, sid) = start_session(env, &[]);
     let sel = result(&s.call("st", "status", &json!({})))["selection"]["revision"]
         .as_str()
         .unwrap()

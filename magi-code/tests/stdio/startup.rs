@@ -3,9 +3,7 @@
 //! (local-agent-protocol.md "Implemented operations", "Shared startup and effects";
 //! backend.md "Storage", "Settings", "Providers"; decisions.md 10, 20, 25).
 
-mod common;
-
-use common::{
+use crate::common::{
     assert_error, assert_failed_status, assert_keys, assert_ready_status, assert_starting_status,
     init_params, result, Env, Server, BASE_CAPABILITIES,
 };

@@ -1,0 +1,22 @@
+//! Helpers for integration tests that spawn the real `magi-code serve --stdio` binary over
+//! real pipes.
+//!
+//! Every read is bounded: stdout and stderr are drained by reader threads into channels that
+//! are read with `recv_timeout`, stdin is fed by a writer thread (so a server that stops
+//! reading cannot block the test thread), and every wait for exit polls against a deadline and
+//! kills the child on expiry. Every output frame is checked against the envelope the protocol
+//! promises (fields, `seq` continuity, one `instance_id`, `{"code"}`-only errors).
+
+mod asserts;
+mod client;
+mod fixtures;
+mod frames;
+mod server;
+mod spec;
+
+pub use asserts::*;
+pub use client::*;
+pub use fixtures::*;
+pub use frames::*;
+pub use server::*;
+pub use spec::*;

@@ -1,0 +1,20 @@
+//! Black-box tests of the real `magi-code` binary: every test here spawns it (or a stand-in
+//! script, for the harness self-tests) over real pipes, a pty or the command line. One test
+//! binary, so `common` is compiled once.
+
+mod common;
+
+mod catalog;
+mod chat_cli;
+mod harness;
+mod http;
+mod launch;
+mod refresh;
+mod replay_cli;
+mod selection;
+mod sessions;
+mod startup;
+mod tools;
+mod transport;
+mod tty;
+mod turns;

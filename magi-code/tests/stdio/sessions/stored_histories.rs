@@ -1,0 +1,426 @@
+//! Stored histories `session.open` refuses or reads as partial: failed opens keep the
+//! attachment; unsafe or malformed files, interrupted turns, the recorded cwd and oversized
+//! histories.
+
+use super::*;
+
+#[test]
+fn failed_opens_leave_the_attachment_intact() {
+    let env = Env::new();
+    let mut a = vec![meta(&env, "keep")];
+    a.extend(run("keep", "r1", "hello", Some("world")));
+    write_history(&env, "keep", &a);
+    write_raw(&env, "broken.jsonl", b"{not json\n");
+    write_history(
+        &env,
+        "elsewhere",
+        &[rec("session_meta", "elsewhere", &json!({ "cwd": "/" }))],
+    );
+    let mut c = Client::start(&env, &BASE);
+    let rev = c.open_rev("keep");
+    for (target, code) in [
+        ("missing", "session_missing"),
+        ("broken", "session_invalid"),
+        ("elsewhere", "cwd_mismatch"),
+    ] {
+        c.fails("session.open", &json!({ "session_id": target }), code);
+        assert_eq!(c.attached(), "keep", "after {code}");
+        let (entries, _) = c.page_all("keep", &rev);
+        let m = messages(&entries);
+        assert_eq!(
+            m,
+            vec![
+                ("user".into(), "hello".into(), false),
+                ("assistant".into(), "world".into(), false)
+            ],
+            "after {code}"
+        );
+    }
+    // A lazy attachment survives a failed open as well.
+    let lazy = c.ok("session.create", &json!({}));
+    let lazy_id = lazy["session_id"].as_str().unwrap().to_owned();
+    c.fails(
+        "session.open",
+        &json!({ "session_id": "missing" }),
+        "session_missing",
+    );
+    assert_eq!(c.attached(), lazy_id.as_str());
+    c.page(&lazy_id, lazy["revision"].as_str().unwrap(), None);
+    c.s.shutdown_ok("bye");
+}
+
+#[test]
+fn unsafe_or_malformed_histories_are_session_invalid() {
+    let env = Env::new();
+    let dir = sessions_dir(&env);
+    // Malformed JSON on a complete line.
+    let mut b = jsonl(&[meta(&env, "badjson")]);
+    b.extend_from_slice(b"{\"type\":\"title\",\"session_id\":\"badjson\",\n");
+    write_raw(&env, "badjson.jsonl", &b);
+    // A record of another session.
+    write_history(
+        &env,
+        "otherid",
+        &[
+            meta(&env, "otherid"),
+            rec("title", "someone-else", &json!({ "title": "t" })),
+        ],
+    );
+    // A stored diagnostic record.
+    write_history(
+        &env,
+        "diag",
+        &[
+            meta(&env, "diag"),
+            rec(
+                "diagnostic",
+                "diag",
+                &json!({ "code": "x", "summary": "y" }),
+            ),
+        ],
+    );
+    // A symlink named like a history, pointing at a valid history of the same ID.
+    let target = env.root.join("outside.jsonl");
+    fs::write(&target, jsonl(&[meta(&env, "link")])).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("link.jsonl")).unwrap();
+    // A FIFO (nobody writes to it: a blocking open would hang).
+    mkfifo(&dir.join("x.jsonl"));
+    // A directory.
+    fs::create_dir(dir.join("dir.jsonl")).unwrap();
+    // A record without a valid timestamp.
+    write_history(
+        &env,
+        "badts",
+        &[rec("session_meta", "badts", &json!({ "ts": "yesterday" }))],
+    );
+
+    let mut c = Client::start(&env, &BASE);
+    let home = env.home().to_string_lossy().into_owned();
+    for id in ["badjson", "otherid", "diag", "link", "x", "dir", "badts"] {
+        let rid = c.next_id();
+        c.s.request(&rid, "session.open", &json!({ "session_id": id }));
+        let f = c.s.next_within(Duration::from_secs(5));
+        assert_error(&f, Some(&rid), "session_invalid");
+        // {"code"} only (checked by the harness), and no path or content anywhere.
+        let raw = f.to_string();
+        assert!(!raw.contains(&home) && !raw.contains(".jsonl"), "{raw}");
+        assert!(!raw.contains("someone-else"), "{raw}");
+        assert!(
+            c.attached().is_null(),
+            "failed open attaches nothing ({id})"
+        );
+    }
+    // Nothing was touched.
+    assert!(fs::symlink_metadata(dir.join("link.jsonl"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(fs::metadata(dir.join("dir.jsonl")).unwrap().is_dir());
+    assert_eq!(fs::read(&target).unwrap(), jsonl(&[meta(&env, "link")]));
+    // Listing omits them all with one bounded notice (and does not hang on the FIFO).
+    tiny(&env, "fine");
+    let rid = c.next_id();
+    c.s.request(&rid, "session.list", &json!({}));
+    let f = c.s.next_within(Duration::from_secs(5));
+    assert_eq!(f["id"], rid.as_str());
+    let r = result(&f);
+    check_list(r);
+    assert_eq!(ids_of(r["sessions"].as_array().unwrap()), ["fine"], "{r}");
+    assert_eq!(r["notices"], json!(["sessions_omitted_invalid"]), "{r}");
+    let raw = f.to_string();
+    assert!(!raw.contains(&home) && !raw.contains("badjson"), "{raw}");
+    // The connection stays usable.
+    c.status();
+    c.s.shutdown_ok("bye");
+}
+
+#[test]
+fn interrupted_turns_are_partial_not_invalid() {
+    let env = Env::new();
+    // decisions.md 23: a torn last line (no LF).
+    let mut torn = jsonl(&[meta(&env, "torn")]);
+    for r in run("torn", "r1", "first", Some("reply one")) {
+        torn.extend(jsonl(&[r]));
+    }
+    torn.extend(jsonl(&[rec(
+        "user_input",
+        "torn",
+        &json!({ "run_id": "r2", "text": "second" }),
+    )]));
+    torn.extend_from_slice(
+        br#"{"type":"assistant_message","session_id":"torn","ts":"2026-11-30T1"#,
+    );
+    let torn_path = write_raw(&env, "torn.jsonl", &torn);
+    // A torn fragment that is the whole file.
+    write_raw(&env, "onlytorn.jsonl", br#"{"type":"session_meta","#);
+    // A turn without durable completion (complete lines only).
+    let mut open_run = vec![meta(&env, "openrun")];
+    open_run.extend(run("openrun", "r1", "done", Some("ok")));
+    open_run.push(rec(
+        "user_input",
+        "openrun",
+        &json!({ "run_id": "r2", "text": "never finished" }),
+    ));
+    open_run.push(rec(
+        "assistant_chunk",
+        "openrun",
+        &json!({ "run_id": "r2", "message_id": "a2", "text": "half a rep" }),
+    ));
+    write_history(&env, "openrun", &open_run);
+    // A recorded failed turn: partial reply kept, projection complete.
+    let failed = vec![
+        meta(&env, "failed"),
+        rec(
+            "user_input",
+            "failed",
+            &json!({ "run_id": "r1", "text": "try" }),
+        ),
+        rec(
+            "assistant_chunk",
+            "failed",
+            &json!({ "run_id": "r1", "message_id": "a1", "text": "par" }),
+        ),
+        rec(
+            "run_finished",
+            "failed",
+            &json!({ "run_id": "r1", "outcome": "failed" }),
+        ),
+    ];
+    write_history(&env, "failed", &failed);
+
+    let mut c = Client::start(&env, &BASE);
+    let r = c.open("torn");
+    assert_eq!(r["durable"], true);
+    assert_eq!(r["notices"], json!([]));
+    let rev = r["revision"].as_str().unwrap().to_owned();
+    let p = c.page("torn", &rev, None);
+    assert_eq!(
+        p["complete"], false,
+        "an interrupted turn is incomplete: {p}"
+    );
+    assert!(p["next_cursor"].is_null());
+    let entries = p["entries"].as_array().unwrap();
+    let last = entries.last().unwrap();
+    assert_eq!(last["kind"], "diagnostic", "{p}");
+    assert_eq!(last["partial"], true, "{p}");
+    let m = messages(entries);
+    assert_eq!(
+        m[..3],
+        [
+            ("user".to_owned(), "first".to_owned(), false),
+            ("assistant".to_owned(), "reply one".to_owned(), false),
+            ("user".to_owned(), "second".to_owned(), false),
+        ]
+    );
+    assert_eq!(m.len(), 4, "{m:?}");
+    // Readers ignore the fragment; only an owner's append cuts it.
+    assert_eq!(fs::read(&torn_path).unwrap(), torn);
+
+    let r = c.open("onlytorn");
+    assert_eq!(r["durable"], true);
+    let p = c.page("onlytorn", r["revision"].as_str().unwrap(), None);
+    assert_eq!(p["complete"], false, "{p}");
+    let e = p["entries"].as_array().unwrap();
+    assert_eq!(e.last().unwrap()["kind"], "diagnostic", "{p}");
+    assert_eq!(e.last().unwrap()["partial"], true, "{p}");
+
+    let rev = c.open_rev("openrun");
+    let p = c.page("openrun", &rev, None);
+    assert_eq!(p["complete"], false, "{p}");
+    let e = p["entries"].as_array().unwrap();
+    assert_eq!(e.last().unwrap()["kind"], "diagnostic", "{p}");
+    assert_eq!(e.last().unwrap()["partial"], true, "{p}");
+    let m = messages(e);
+    assert!(
+        m.contains(&("assistant".into(), "half a rep".into(), true)),
+        "the unfinished reply is partial: {m:?}"
+    );
+
+    let rev = c.open_rev("failed");
+    let p = c.page("failed", &rev, None);
+    assert_eq!(
+        p["complete"], true,
+        "a recorded failed turn is complete: {p}"
+    );
+    let m = messages(p["entries"].as_array().unwrap());
+    assert_eq!(m[0], ("user".into(), "try".into(), false));
+    assert_eq!(m[1].0, "assistant");
+    assert_eq!(m[1].1, "par", "the partial reply is kept");
+    assert!(
+        m.iter().all(|x| x.0 != "diagnostic"),
+        "no interruption diagnostic for a finished run: {m:?}"
+    );
+
+    // Listing shows the torn history too (never invalid).
+    let (all, first) = c.list_all(100);
+    assert_eq!(first["notices"], json!([]), "{first}");
+    let ids = ids_of(&all);
+    assert_eq!(ids, ["failed", "onlytorn", "openrun", "torn"]);
+    c.s.shutdown_ok("bye");
+}
+
+#[test]
+fn recorded_cwd_must_be_the_childs_canonical_cwd() {
+    let env = Env::new();
+    let other = env.root.join("other");
+    fs::create_dir(&other).unwrap();
+    let alias = env.root.join("alias");
+    std::os::unix::fs::symlink(&env.cwd, &alias).unwrap();
+    let cwd = canonical_cwd(&env);
+    let with_cwd = |id: &str, cwd: &str| {
+        vec![
+            rec("session_meta", id, &json!({ "cwd": cwd })),
+            rec("title", id, &json!({ "title": format!("title of {id}") })),
+        ]
+    };
+    write_history(&env, "other", &with_cwd("other", other.to_str().unwrap()));
+    write_history(&env, "relative", &with_cwd("relative", "cwd"));
+    write_history(&env, "dot", &with_cwd("dot", "."));
+    write_history(
+        &env,
+        "gone",
+        &with_cwd("gone", env.root.join("deleted").to_str().unwrap()),
+    );
+    let mut mixed = with_cwd("mixed", &cwd);
+    mixed.push(rec(
+        "session_meta",
+        "mixed",
+        &json!({ "cwd": other.to_str().unwrap() }),
+    ));
+    write_history(&env, "mixed", &mixed);
+    write_history(&env, "alias", &with_cwd("alias", alias.to_str().unwrap()));
+    write_history(
+        &env,
+        "dotted",
+        &with_cwd("dotted", &format!("{cwd}/../cwd/.")),
+    );
+    write_history(&env, "exact", &with_cwd("exact", &cwd));
+    write_history(
+        &env,
+        "nocwd",
+        &[
+            rec("session_meta", "nocwd", &json!({})),
+            rec("title", "nocwd", &json!({ "title": "legacy" })),
+        ],
+    );
+    write_raw(&env, "empty.jsonl", b"");
+
+    let mut c = Client::start(&env, &BASE);
+    for id in ["other", "relative", "dot", "gone", "mixed"] {
+        c.fails("session.open", &json!({ "session_id": id }), "cwd_mismatch");
+        assert!(c.attached().is_null());
+    }
+    for id in ["alias", "dotted", "exact"] {
+        let r = c.open(id);
+        assert_eq!(r["durable"], true, "{r}");
+        assert_eq!(r["notices"], json!([]), "{r}");
+    }
+    // No recorded cwd: cwd_unverified, never fabricated verification.
+    let r = c.open("nocwd");
+    assert_eq!(r["durable"], true, "{r}");
+    assert_eq!(r["notices"], json!(["cwd_unverified"]), "{r}");
+    // decisions.md 11: an empty file is durable, unverified, and empty.
+    let r = c.open("empty");
+    assert_eq!(r["durable"], true, "{r}");
+    assert_eq!(r["notices"], json!(["cwd_unverified"]), "{r}");
+    let p = c.page("empty", r["revision"].as_str().unwrap(), None);
+    assert_eq!(p["entries"], json!([]));
+    assert_eq!(p["complete"], true);
+    assert!(p["next_cursor"].is_null());
+
+    // Listing applies the same rule (from a child attached elsewhere: this child's own
+    // attachment is always available to it).
+    c.open("exact");
+    let (all, first) = c.list_all(100);
+    assert_eq!(first["notices"], json!([]), "{first}");
+    let got = by_id(&all);
+    let ids: BTreeSet<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        ids,
+        BTreeSet::from(["alias", "dotted", "empty", "exact", "nocwd"]),
+        "wrong-workspace, relative and missing cwds are excluded"
+    );
+    for id in ["nocwd", "empty"] {
+        assert_eq!(got[id]["eligibility"], "cwd_unverified", "{}", got[id]);
+        assert_eq!(got[id]["notices"], json!(["cwd_unverified"]), "{}", got[id]);
+    }
+    for id in ["alias", "dotted", "exact"] {
+        assert_eq!(got[id]["eligibility"], "available", "{}", got[id]);
+        assert_eq!(got[id]["notices"], json!([]), "{}", got[id]);
+    }
+    assert!(got["empty"]["updated_at"].is_null());
+    assert!(got["empty"]["title"].is_null());
+    c.s.shutdown_ok("bye");
+}
+
+#[test]
+fn oversized_histories_are_history_limit() {
+    let env = Env::new();
+    // Over 64 MiB of valid lines.
+    {
+        let path = sessions_dir(&env).join("bytes.jsonl");
+        let mut f = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+        f.write_all(&jsonl(&[meta(&env, "bytes")])).unwrap();
+        let line = jsonl(&[rec(
+            "title",
+            "bytes",
+            &json!({ "title": "t".repeat(1 << 20) }),
+        )]);
+        let mut written = 0;
+        while written <= 64 << 20 {
+            f.write_all(&line).unwrap();
+            written += line.len();
+        }
+        f.flush().unwrap();
+    }
+    // Over 100,000 lines (about 8 MiB), and exactly 100,000 lines (within the budget).
+    let many_lines = |id: &str, n: usize| {
+        let mut v = jsonl(&[meta(&env, id)]);
+        let short = jsonl(&[rec("title", id, &json!({ "title": "t" }))]);
+        for _ in 1..n {
+            v.extend_from_slice(&short);
+        }
+        v
+    };
+    write_raw(&env, "lines.jsonl", &many_lines("lines", 100_001));
+    let at_limit = many_lines("atlimit", 100_000);
+    write_raw(&env, "atlimit.jsonl", &at_limit);
+    // Over 10,000 projected parts.
+    let mut parts = vec![meta(&env, "parts")];
+    for i in 0..10_001 {
+        parts.push(rec(
+            "user_input",
+            "parts",
+            &json!({ "run_id": format!("r{i}"), "text": "p" }),
+        ));
+        parts.push(rec(
+            "run_finished",
+            "parts",
+            &json!({ "run_id": format!("r{i}"), "outcome": "completed" }),
+        ));
+    }
+    write_history(&env, "parts", &parts);
+    // Over 8 MiB of serialized projection in fewer parts.
+    let mut projected = vec![meta(&env, "projbytes")];
+    let text = "word ".repeat(3_200);
+    for i in 0..600 {
+        projected.extend(run("projbytes", &format!("r{i}"), &text, None));
+    }
+    write_history(&env, "projbytes", &projected);
+    tiny(&env, "keep");
+
+    let mut c = Client::start(&env, &BASE);
+    let rev = c.open_rev("keep");
+    for id in ["bytes", "lines", "parts", "projbytes"] {
+        c.fails(
+            "session.open",
+            &json!({ "session_id": id }),
+            "history_limit",
+        );
+        assert_eq!(c.attached(), "keep", "after {id}");
+    }
+    c.page("keep", &rev, None);
+    let r = c.open("atlimit");
+    assert_eq!(r["durable"], true);
+    c.s.shutdown_ok("bye");
+}
