@@ -1,20 +1,18 @@
-//! The magi-code backend: `serve --stdio` and everything behind it.
+//! The magi-code backend: `serve --stdio` and everything behind it, in domain folders whose
+//! imports run one way only (`docs/architecture.md`).
 
-pub mod backend;
-pub mod cancel;
+pub mod agent;
 pub mod catalog;
 pub mod cli;
+pub mod config;
 pub mod discovery;
 pub mod history;
-pub mod ops;
-pub mod paging;
 pub mod providers;
-pub mod redact;
-pub mod runner;
+pub mod runtime;
 pub mod serve;
-pub mod sessions;
-pub mod settings;
+pub mod session;
 pub mod startup;
 pub mod store;
-pub mod toolcall;
 pub mod tools;
+pub mod util;
+pub mod worker;

@@ -1,7 +1,7 @@
 //! `magi-code serve --stdio`.
 
-use crate::backend::Workers;
 use crate::startup::LaunchEnv;
+use crate::worker::Workers;
 use protocol_core::{Config, Engine, Time};
 
 /// Environment variable naming a file to capture a replayable trace into.

@@ -3,16 +3,17 @@
 
 // Every path into the library, in one place: the `src` restructure moves these modules.
 use magi_code::{
-    cancel::Cancel,
-    sessions::{self, SessionState},
-    settings::Settings,
-    startup::Runtime,
+    cli::client::{serve_command, Frames, Server},
+    config::Settings,
+    history::{Body, Record, RunOutcome},
+    runtime::Runtime,
+    session::{self as sessions, SessionState},
+    util::cancel::Cancel,
 };
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 fn runtime(home: &Path, cwd: &Path) -> Runtime {
     std::fs::create_dir_all(home.join("sessions")).unwrap();
@@ -26,29 +27,22 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
 
 /// One child with a line client.
 struct Child {
-    proc: std::process::Child,
-    stdin: std::process::ChildStdin,
-    out: BufReader<std::process::ChildStdout>,
+    server: Server,
+    frames: Frames<std::process::ChildStdout>,
     n: usize,
 }
 
 impl Child {
     fn start(home: &Path, cwd: &Path) -> Self {
-        let mut proc = Command::new(env!("CARGO_BIN_EXE_magi-code"))
-            .args(["serve", "--stdio"])
-            .env("MC_HOME", home)
+        let mut cmd = serve_command(Path::new(env!("CARGO_BIN_EXE_magi-code")));
+        cmd.env("MC_HOME", home)
             .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = proc.stdin.take().unwrap();
-        let out = BufReader::new(proc.stdout.take().unwrap());
+            .stderr(Stdio::null());
+        let mut server = Server::spawn(cmd).unwrap();
+        let frames = server.frames().unwrap();
         let mut c = Self {
-            proc,
-            stdin,
-            out,
+            server,
+            frames,
             n: 0,
         };
         c.call("initialize", json!({"required_capabilities": []}));
@@ -58,31 +52,43 @@ impl Child {
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.n += 1;
         let id = format!("r{}", self.n);
-        let f = json!({"protocol":"magi-code.local-agent","version":1,"id":id,"method":method,"params":params});
-        writeln!(self.stdin, "{f}").unwrap();
+        self.server.send(&id, method, &params).unwrap();
         loop {
-            let mut line = String::new();
-            assert!(self.out.read_line(&mut line).unwrap() > 0, "child closed");
-            let v: Value = serde_json::from_str(&line).unwrap();
+            let v = self.frames.next_frame().expect("child closed").unwrap();
             if v["id"] == id.as_str() {
                 return v;
             }
         }
     }
 
-    fn close(self) {
-        drop(self.stdin);
-        let mut p = self.proc;
-        assert!(p.wait().unwrap().success());
+    fn close(mut self) {
+        assert_eq!(self.server.wait(), 0);
     }
 }
 
-fn records(id: &str) -> Vec<Value> {
-    let ts = "2026-11-30T12:00:00Z";
+fn records(id: &str) -> Vec<Record> {
+    let r = |body| Record {
+        session_id: id.to_owned(),
+        ts: "2026-11-30T12:00:00Z".to_owned(),
+        cwd: None,
+        body,
+    };
     vec![
-        json!({"type":"user_input","session_id":id,"ts":ts,"run_id":"r1","message_id":"u1","text":"hello"}),
-        json!({"type":"assistant_message","session_id":id,"ts":ts,"run_id":"r1","message_id":"a1","text":"world"}),
-        json!({"type":"run_finished","session_id":id,"ts":ts,"run_id":"r1","outcome":"completed"}),
+        r(Body::UserInput {
+            run_id: "r1".into(),
+            message_id: Some("u1".into()),
+            text: "hello".into(),
+        }),
+        r(Body::AssistantMessage {
+            run_id: "r1".into(),
+            message_id: "a1".into(),
+            text: Some("world".into()),
+        }),
+        r(Body::RunFinished {
+            run_id: "r1".into(),
+            outcome: RunOutcome::Completed,
+            error_code: None,
+        }),
     ]
 }
 

@@ -1,0 +1,115 @@
+//! What a run needs from the worker ([`TurnCtx`]) and how it speaks: critical and best-effort
+//! events, records, and durable appends ([`RunOutput`]).
+
+use super::approvals::Approvals;
+use crate::history::{Body, Record};
+use crate::runtime::Runtime;
+use crate::session::{self, SessionState};
+use crate::util::cancel::Cancel;
+use io_driver::EventSink;
+use protocol_core::{ErrorCode, WorkerEvent};
+use serde_json::{json, Value};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// How long a critical event may wait for room.
+pub const CRITICAL_WAIT: Duration =
+    Duration::from_millis(protocol_core::limits::CRITICAL_EVENT_WAIT_MS);
+
+/// Everything one turn may touch, handed over by the worker that runs it.
+pub struct TurnCtx<'a> {
+    /// The admitted runtime.
+    pub rt: Runtime,
+    /// The session state, shared with the session worker.
+    pub session: &'a Mutex<SessionState>,
+    /// Approvals of the active run, answered from the protocol loop.
+    pub approvals: &'a Approvals,
+    /// Where events go.
+    pub sink: &'a EventSink,
+    /// Set by `turn.cancel`, shutdown and EOF.
+    pub cancel: &'a Cancel,
+}
+
+impl TurnCtx<'_> {
+    /// The session state, even if a panicking holder poisoned it.
+    pub fn state(&self) -> MutexGuard<'_, SessionState> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One admitted run's voice: its IDs, its events and its records.
+pub struct RunOutput<'a> {
+    /// The turn's context.
+    pub ctx: &'a TurnCtx<'a>,
+    /// The attached session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// Critical delivery failed: the run ends with `output_unavailable`.
+    pub output_lost: bool,
+}
+
+impl<'a> RunOutput<'a> {
+    /// The output of run `run_id` of `session_id`.
+    #[must_use]
+    pub fn new(ctx: &'a TurnCtx<'a>, session_id: String, run_id: String) -> Self {
+        Self {
+            ctx,
+            session_id,
+            run_id,
+            output_lost: false,
+        }
+    }
+
+    /// Adds the session and run IDs every run event carries.
+    #[must_use]
+    pub fn data(&self, mut fields: Value) -> Value {
+        if let Some(o) = fields.as_object_mut() {
+            o.insert("session_id".into(), json!(self.session_id));
+            o.insert("run_id".into(), json!(self.run_id));
+        }
+        fields
+    }
+
+    /// Sends an event that must arrive; if it cannot within [`CRITICAL_WAIT`], the run is
+    /// cancelled and will end `output_unavailable`.
+    pub fn critical(&mut self, name: &str, fields: Value) {
+        if self.output_lost {
+            return;
+        }
+        let ev = WorkerEvent::RunEvent {
+            run_id: self.run_id.clone(),
+            name: name.into(),
+            data: self.data(fields),
+            critical: true,
+        };
+        if !self.ctx.sink.send_timeout(ev, CRITICAL_WAIT) {
+            self.output_lost = true;
+            self.ctx.cancel.cancel();
+        }
+    }
+
+    /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
+    pub fn delta(&self, message_id: &str, part: usize, text: &str) {
+        let data = self.data(json!({ "message_id": message_id, "part": part, "text": text }));
+        let _ = self.ctx.sink.try_send(WorkerEvent::RunEvent {
+            run_id: self.run_id.clone(),
+            name: "message.delta".into(),
+            data,
+            critical: false,
+        });
+    }
+
+    /// A record of this run's session, stamped now.
+    #[must_use]
+    pub fn record(&self, body: Body) -> Record {
+        Record::now(&self.session_id, body)
+    }
+
+    /// Appends records to the attachment durably.
+    pub fn append(&self, records: &[Record]) -> Result<(), ErrorCode> {
+        let mut st = self.ctx.state();
+        let a = st.attachment.as_mut().ok_or(ErrorCode::PersistenceFailed)?;
+        session::append(&self.ctx.rt, a, records)
+    }
+}

@@ -1,0 +1,71 @@
+//! Assistant segments: the text between tool calls, each with its own message ID, reconciled
+//! once finished.
+
+use super::emit::RunOutput;
+use crate::history::{Body, Record};
+use crate::util::text::live_chunks;
+use protocol_core::limits::LIVE_CHUNK_BYTES;
+use serde_json::json;
+
+/// One assistant segment: text between tool calls, with its own message ID.
+pub struct Segment {
+    /// The live message ID.
+    pub id: String,
+    /// The text so far.
+    pub text: String,
+    /// The next live part number.
+    pub part: usize,
+}
+
+impl Segment {
+    /// A new, empty segment.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            id: format!("a-{}", uuid::Uuid::new_v4().simple()),
+            text: String::new(),
+            part: 0,
+        }
+    }
+
+    /// Streams `text` as deltas of at most the live chunk bound, aiming for `pieces`.
+    pub fn stream(&mut self, out: &RunOutput<'_>, text: &str, pieces: usize) {
+        for c in live_chunks(text, pieces, LIVE_CHUNK_BYTES) {
+            out.delta(&self.id, self.part, c);
+            self.part += 1;
+        }
+        self.text.push_str(text);
+    }
+}
+
+impl Default for Segment {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Reconciles a finished segment (authoritative parts), records it, and starts a new one.
+pub fn close_segment(
+    out: &mut RunOutput<'_>,
+    seg: &mut Segment,
+    partial: bool,
+    records: &mut Vec<Record>,
+) {
+    if seg.text.is_empty() {
+        return;
+    }
+    let parts = live_chunks(&seg.text, 1, LIVE_CHUNK_BYTES);
+    let last = parts.len() - 1;
+    for (i, p) in parts.iter().enumerate() {
+        out.critical(
+            "message.reconcile",
+            json!({ "message_id": seg.id, "part": i, "text": p, "last_part": i == last, "partial": partial }),
+        );
+    }
+    records.push(out.record(Body::AssistantMessage {
+        run_id: out.run_id.clone(),
+        message_id: seg.id.clone(),
+        text: Some(seg.text.clone()),
+    }));
+    *seg = Segment::new();
+}

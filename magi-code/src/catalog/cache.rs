@@ -1,0 +1,133 @@
+//! The model catalog cache files `cache/models/<provider>.json`: bounded reads and validation.
+
+use crate::runtime::Runtime;
+use crate::store::{self, ReadError};
+use crate::util::time::parse_rfc3339;
+use protocol_core::json::parse_strict;
+use protocol_core::limits::CATALOG_FILE_BYTES;
+use protocol_core::ErrorCode;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Explicit effort levels a cached model may list.
+const EFFORTS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
+/// One cached model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Model ID.
+    pub id: String,
+    /// Display name, if cached.
+    pub name: Option<String>,
+    /// Explicit effort levels: `None` unknown, empty unsupported.
+    pub efforts: Option<Vec<String>>,
+    /// Retired models are never offered.
+    pub retired: bool,
+}
+
+/// What one provider's cache holds.
+#[derive(Debug, Clone)]
+pub enum Cache {
+    /// No cache file.
+    Missing,
+    /// The file is not a valid cache of this provider.
+    Invalid,
+    /// A valid cache listing no model.
+    Empty {
+        /// When it was fetched.
+        fetched_at: String,
+    },
+    /// A valid cache with models.
+    Models {
+        /// When it was fetched.
+        fetched_at: String,
+        /// The models, in file order.
+        models: Vec<Model>,
+    },
+}
+
+/// Reads and validates `cache/models/<provider>.json` (`backend.md`, `decisions.md` 18).
+pub fn read_cache(
+    rt: &Runtime,
+    provider: &str,
+    hasher: &mut Sha256,
+    bytes_left: &mut u64,
+) -> Result<Cache, ErrorCode> {
+    let path = rt
+        .root
+        .join("cache")
+        .join("models")
+        .join(format!("{provider}.json"));
+    let held = match store::read_held(&path, CATALOG_FILE_BYTES.min(*bytes_left), 1_000_000) {
+        Ok(h) => h,
+        Err(ReadError::Missing) => {
+            hasher.update(b"missing\0");
+            return Ok(Cache::Missing);
+        }
+        Err(ReadError::Unsafe) => return Err(ErrorCode::CatalogUnavailable),
+        Err(ReadError::TooLarge) => return Err(ErrorCode::CatalogLimit),
+    };
+    *bytes_left -= held.bytes.len() as u64;
+    hasher.update(Sha256::digest(&held.bytes));
+    let Ok((v, dups)) = parse_strict(&held.bytes) else {
+        return Ok(Cache::Invalid);
+    };
+    if !dups.top.is_empty() || dups.nested {
+        return Ok(Cache::Invalid);
+    }
+    let valid = || -> Option<Cache> {
+        let o = v.as_object()?;
+        if o.get("provider")?.as_str()? != provider {
+            return None;
+        }
+        let fetched_at = o.get("fetched_at")?.as_str()?;
+        parse_rfc3339(fetched_at)?;
+        let mut models = Vec::new();
+        for m in o.get("models")?.as_array()? {
+            let m = m.as_object()?;
+            let id = m.get("id")?.as_str()?.to_owned();
+            let name = match m.get("name") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return None,
+            };
+            let efforts = match m.get("efforts") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(a)) => {
+                    let list: Option<Vec<String>> = a
+                        .iter()
+                        .map(|e| {
+                            e.as_str()
+                                .filter(|e| EFFORTS.contains(e))
+                                .map(str::to_owned)
+                        })
+                        .collect();
+                    Some(list?)
+                }
+                Some(_) => return None,
+            };
+            let retired = match m.get("retired") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return None,
+            };
+            models.push(Model {
+                id,
+                name,
+                efforts,
+                retired,
+            });
+        }
+        Some(if models.is_empty() {
+            Cache::Empty {
+                fetched_at: fetched_at.to_owned(),
+            }
+        } else {
+            Cache::Models {
+                fetched_at: fetched_at.to_owned(),
+                models,
+            }
+        })
+    };
+    Ok(valid().unwrap_or(Cache::Invalid))
+}

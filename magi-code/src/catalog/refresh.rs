@@ -1,0 +1,93 @@
+//! `model.refresh`: the one deliberate remote request of the catalog.
+
+use crate::providers::{target, Api};
+use crate::runtime::Runtime;
+use crate::store::replace_atomically;
+use crate::util::cancel::Cancel;
+use crate::util::paging::Snapshot;
+use crate::util::time::{now_ms, rfc3339};
+use protocol_core::limits::{CATALOG_FILE_BYTES, CATALOG_MODELS, CATALOG_STRING_BYTES};
+use protocol_core::ErrorCode;
+use serde_json::{json, Value};
+use std::io::Read;
+use std::time::Duration;
+
+/// `model.refresh`: the one deliberate remote request. Fetches the provider's model list
+/// (bounded in time and bytes), validates it, and replaces `cache/models/<provider>.json`
+/// atomically (temp file, fsync, rename, folder fsync). A failure leaves the old cache intact.
+pub fn refresh(
+    rt: &Runtime,
+    snapshot: &mut Option<Snapshot>,
+    provider: &str,
+    cancel: &Cancel,
+) -> Result<Value, ErrorCode> {
+    let target = target(rt, provider, "").ok_or(ErrorCode::ProviderUnavailable)?;
+    let url = match target.api {
+        Api::OpenAi => format!("{}/models", target.base_url),
+        Api::Anthropic => format!("{}/v1/models?limit=1000", target.base_url),
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let req = target.authorize(agent.get(&url));
+    if cancel.is_cancelled() {
+        return Err(ErrorCode::OperationCancelled);
+    }
+    let resp = req.call().map_err(|_| ErrorCode::RefreshFailed)?;
+    if !resp.status().is_success() {
+        return Err(ErrorCode::RefreshFailed);
+    }
+    let mut body = Vec::new();
+    resp.into_body()
+        .into_reader()
+        .take(CATALOG_FILE_BYTES + 1)
+        .read_to_end(&mut body)
+        .map_err(|_| ErrorCode::RefreshFailed)?;
+    if body.len() as u64 > CATALOG_FILE_BYTES {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    if cancel.is_cancelled() {
+        return Err(ErrorCode::OperationCancelled);
+    }
+    let v: Value = serde_json::from_slice(&body).map_err(|_| ErrorCode::RefreshFailed)?;
+    let list = v
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or(ErrorCode::RefreshFailed)?;
+    if list.len() > CATALOG_MODELS {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    let mut models = Vec::with_capacity(list.len());
+    for m in list {
+        let id = m
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or(ErrorCode::RefreshFailed)?;
+        if id.is_empty() || id.len() > CATALOG_STRING_BYTES {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let name = m.get("display_name").and_then(Value::as_str);
+        models.push(json!({"id": id, "name": name}));
+    }
+    let fetched_at = rfc3339(now_ms());
+    let cache = json!({"provider": provider, "fetched_at": fetched_at, "models": models});
+    let path = rt
+        .root
+        .join("cache")
+        .join("models")
+        .join(format!("{provider}.json"));
+    // Durable only once the folder entry is synced too: otherwise the old cache may return.
+    if !matches!(
+        replace_atomically(&path, cache.to_string().as_bytes(), 0o600),
+        Ok(true)
+    ) {
+        return Err(ErrorCode::RefreshFailed);
+    }
+    if let Some(s) = snapshot.as_mut() {
+        s.stale = true;
+    }
+    Ok(json!({"provider": provider, "models": models.len(), "fetched_at": fetched_at}))
+}

@@ -1,0 +1,157 @@
+//! One catalog scan: every provider's cache read under the scan budgets, the enabled choices
+//! serialized in byte order, and the fingerprint a continuation or `selection.set` must match.
+
+use super::cache::{read_cache, Cache, Model};
+use super::effort::{effort_support, selection_id};
+use crate::config::settings::BUILTIN_PROVIDERS;
+use crate::providers::provider_ready;
+use crate::runtime::Runtime;
+use crate::util::cancel::Cancel;
+use crate::util::notice::{self, Notice};
+use crate::util::redact::safe_name;
+use protocol_core::limits::{
+    CATALOG_MODELS, CATALOG_SCAN_BYTES, CATALOG_SCAN_MS, CATALOG_SNAPSHOT_BYTES,
+    CATALOG_STRING_BYTES,
+};
+use protocol_core::ErrorCode;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// Every provider of the admitted settings, in byte order.
+#[must_use]
+pub fn providers(rt: &Runtime) -> Vec<String> {
+    let mut p: BTreeSet<String> = BUILTIN_PROVIDERS.iter().map(|s| (*s).to_owned()).collect();
+    p.extend(rt.settings.compat.keys().cloned());
+    p.into_iter().collect()
+}
+
+/// The enabled `provider/model` pairs.
+#[must_use]
+pub fn enabled(rt: &Runtime) -> BTreeSet<(String, String)> {
+    rt.settings
+        .catalog_enabled
+        .iter()
+        .filter_map(|e| e.split_once('/').map(|(p, m)| (p.to_owned(), m.to_owned())))
+        .collect()
+}
+
+fn scripted_models() -> Vec<Model> {
+    ["echo", "script"]
+        .iter()
+        .map(|m| Model {
+            id: (*m).into(),
+            name: None,
+            efforts: Some(Vec::new()),
+            retired: false,
+        })
+        .collect()
+}
+
+fn provider_display(provider: &str) -> Option<&'static str> {
+    match provider {
+        "anthropic" => Some("Anthropic"),
+        "openai" => Some("OpenAI"),
+        "scripted" => Some("Scripted"),
+        _ => None,
+    }
+}
+
+/// What one scan saw.
+#[derive(Debug)]
+pub struct Scan {
+    /// Serialized choices, in `(provider, model)` byte order.
+    pub choices: Vec<String>,
+    /// Wire notice codes, in byte order.
+    pub notices: Vec<&'static str>,
+    /// Caches, enabled set and readiness as seen.
+    pub fingerprint: [u8; 32],
+}
+
+/// Scans the caches; `selected` is the provider of the selection in effect, whose catalog
+/// matters even when none of its models is enabled.
+pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, ErrorCode> {
+    let deadline = Instant::now() + Duration::from_millis(CATALOG_SCAN_MS);
+    let enabled = enabled(rt);
+    let mut hasher = Sha256::new();
+    let mut bytes_left = CATALOG_SCAN_BYTES;
+    let mut scanned = 0usize;
+    let mut notices: Vec<Notice> = Vec::new();
+    let mut choices: Vec<((String, String), String)> = Vec::new();
+    let mut size = 0usize;
+    for provider in providers(rt) {
+        if cancel.is_cancelled() {
+            return Err(ErrorCode::OperationCancelled);
+        }
+        if Instant::now() > deadline {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let relevant = enabled.iter().any(|(p, _)| *p == provider) || selected == provider;
+        hasher.update(provider.as_bytes());
+        let models = if provider == "scripted" {
+            scripted_models()
+        } else {
+            match read_cache(rt, &provider, &mut hasher, &mut bytes_left)? {
+                Cache::Models { models, .. } => {
+                    scanned += models.len();
+                    if scanned > CATALOG_MODELS {
+                        return Err(ErrorCode::CatalogLimit);
+                    }
+                    models
+                }
+                _ => {
+                    if relevant {
+                        notices.push(Notice::ProviderCatalogUnavailable);
+                    }
+                    continue;
+                }
+            }
+        };
+        for m in models {
+            if !enabled.contains(&(provider.clone(), m.id.clone())) || m.retired {
+                continue;
+            }
+            if m.id.len() > CATALOG_STRING_BYTES {
+                return Err(ErrorCode::CatalogLimit);
+            }
+            if safe_name(&m.id).is_none() {
+                notices.push(Notice::CatalogEntriesOmittedUnsafe);
+                continue;
+            }
+            let mut settings = rt.settings.clone();
+            settings.provider = provider.clone();
+            settings.model = m.id.clone();
+            let ready = provider_ready(&settings, &rt.root);
+            hasher.update([u8::from(ready)]);
+            let (support, permitted) = effort_support(m.efforts.as_deref());
+            let choice = json!({
+                "selection_id": selection_id(&provider, &m.id),
+                "provider": provider,
+                "model": m.id,
+                "provider_name": provider_display(&provider),
+                "model_name": m.name.as_deref().and_then(safe_name),
+                "availability": if ready { "available" } else { "authentication_unavailable" },
+                "effort_support": support.as_str(),
+                "permitted_efforts": permitted,
+            })
+            .to_string();
+            size += choice.len() + 1;
+            if size > CATALOG_SNAPSHOT_BYTES {
+                return Err(ErrorCode::CatalogLimit);
+            }
+            choices.push(((provider.clone(), m.id.clone()), choice));
+        }
+    }
+    choices.sort_by(|a, b| a.0.cmp(&b.0));
+    if choices.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(ErrorCode::CatalogUnavailable);
+    }
+    let mut fingerprint = [0u8; 32];
+    fingerprint.copy_from_slice(&hasher.finalize());
+    Ok(Scan {
+        choices: choices.into_iter().map(|(_, c)| c).collect(),
+        notices: notice::sorted(notices),
+        fingerprint,
+    })
+}

@@ -1,0 +1,92 @@
+//! `model.catalog.status`: the provider-scoped reasons behind the catalog's notices.
+
+use super::cache::{read_cache, Cache};
+use super::scan::{enabled, providers};
+use crate::providers::api_key;
+use crate::runtime::Runtime;
+use crate::util::cancel::Cancel;
+use protocol_core::limits::CATALOG_SCAN_BYTES;
+use protocol_core::ErrorCode;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The catalog state of one provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderState {
+    /// Cached models and a key: its choices are offered as available.
+    Ready,
+    /// None of its models is enabled.
+    NotEnabled,
+    /// No cache file.
+    CacheMissing,
+    /// A cache file that does not validate.
+    CacheInvalid,
+    /// A valid cache with no model.
+    CacheEmpty,
+    /// Cached models but no key.
+    AuthenticationUnavailable,
+}
+
+impl ProviderState {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "ready",
+            Self::NotEnabled => "not_enabled",
+            Self::CacheMissing => "cache_missing",
+            Self::CacheInvalid => "cache_invalid",
+            Self::CacheEmpty => "cache_empty",
+            Self::AuthenticationUnavailable => "authentication_unavailable",
+        }
+    }
+}
+
+/// `model.catalog.status`.
+pub fn status(rt: &Runtime, cancel: &Cancel) -> Result<Value, ErrorCode> {
+    let enabled = enabled(rt);
+    let mut hasher = Sha256::new();
+    let mut bytes_left = CATALOG_SCAN_BYTES;
+    let mut out = Vec::new();
+    for provider in providers(rt) {
+        if cancel.is_cancelled() {
+            return Err(ErrorCode::OperationCancelled);
+        }
+        let is_enabled = enabled.iter().any(|(p, _)| *p == provider);
+        let (state, count, fetched) = if provider == "scripted" {
+            let state = if is_enabled {
+                ProviderState::Ready
+            } else {
+                ProviderState::NotEnabled
+            };
+            (state, 2, None)
+        } else {
+            let cache = read_cache(rt, &provider, &mut hasher, &mut bytes_left)?;
+            let keyed = match provider.as_str() {
+                "anthropic" | "openai" => api_key(&provider, &rt.root).is_some(),
+                other => rt.settings.compat.get(other).is_some_and(|c| {
+                    c.api_key_env
+                        .as_ref()
+                        .is_none_or(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty()))
+                }),
+            };
+            match cache {
+                _ if !is_enabled => (ProviderState::NotEnabled, 0, None),
+                Cache::Missing => (ProviderState::CacheMissing, 0, None),
+                Cache::Invalid => (ProviderState::CacheInvalid, 0, None),
+                Cache::Empty { fetched_at } => (ProviderState::CacheEmpty, 0, Some(fetched_at)),
+                Cache::Models { fetched_at, models } => (
+                    if keyed {
+                        ProviderState::Ready
+                    } else {
+                        ProviderState::AuthenticationUnavailable
+                    },
+                    models.len(),
+                    Some(fetched_at),
+                ),
+            }
+        };
+        out.push(json!({"provider": provider, "state": state.as_str(), "cached_models": count, "fetched_at": fetched}));
+    }
+    Ok(json!({"providers": out, "notices": []}))
+}

@@ -1,0 +1,11 @@
+//! People's clients of `serve --stdio`: the terminal chat, the demo and trace replay, and the
+//! client module they (and the benchmark and tests) share. Never on the serve path.
+
+pub mod chat;
+pub mod client;
+pub mod demo;
+pub mod replay;
+
+pub use chat::chat;
+pub use demo::demo;
+pub use replay::replay;

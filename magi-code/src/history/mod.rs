@@ -1,0 +1,261 @@
+//! History: strict validation of stored JSONL into typed records, the summary that
+//! discovery and reopen need, and the display projection (`docs/history-format.md`).
+
+pub mod projection;
+pub mod record;
+
+pub use projection::{chunk, Projection, Projector};
+pub use record::{ActivityKind, ActivityState, Body, HistoryError, Record, RunOutcome};
+
+use crate::store::SessionId;
+use crate::util::time::parse_rfc3339;
+
+/// Most entries in one page.
+pub const PAGE_ENTRIES: usize = protocol_core::limits::HISTORY_PAGE_ENTRIES;
+
+/// Saved selection preferences.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preferences {
+    /// Provider.
+    pub provider: String,
+    /// Model.
+    pub model: String,
+    /// Requested effort.
+    pub effort: String,
+}
+
+/// What a validated stored history says besides its projection.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Whether the last line had no LF (an interrupted append, ignored).
+    pub torn_tail: bool,
+    /// Every non-empty recorded cwd.
+    pub cwds: Vec<String>,
+    /// Greatest record timestamp (epoch ms).
+    pub updated_ms: Option<i64>,
+    /// Latest title from `title` or `compaction` records.
+    pub title: Option<String>,
+    /// Latest saved preferences.
+    pub preferences: Option<Preferences>,
+    /// Records read.
+    pub records: usize,
+    /// Turns recorded (`user_input` records).
+    pub turns: usize,
+}
+
+/// Validates a stored history line by line and, when asked, builds its projection with
+/// memory bounded by the snapshot budget.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    id: &'a SessionId,
+    summary: Summary,
+    projector: Option<Projector>,
+    error: Option<HistoryError>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader for session `id`; `project` builds the display projection too.
+    #[must_use]
+    pub fn new(id: &'a SessionId, project: bool) -> Self {
+        Self {
+            id,
+            summary: Summary::default(),
+            projector: project.then(Projector::default),
+            error: None,
+        }
+    }
+
+    /// Takes one complete line; false stops the read (see [`Self::finish`] for why).
+    pub fn line(&mut self, line: &[u8]) -> bool {
+        match self.record(line) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    fn record(&mut self, line: &[u8]) -> Result<(), HistoryError> {
+        let r = Record::parse(line)?;
+        if r.session_id != self.id.as_str() {
+            return Err(HistoryError::Invalid);
+        }
+        let ts = parse_rfc3339(&r.ts).ok_or(HistoryError::Invalid)?;
+        let sum = &mut self.summary;
+        sum.records += 1;
+        sum.updated_ms = Some(sum.updated_ms.map_or(ts, |u| u.max(ts)));
+        if let Some(cwd) = r.cwd.as_deref().filter(|c| !c.is_empty()) {
+            sum.cwds.push(cwd.to_owned());
+        }
+        match &r.body {
+            Body::UserInput { .. } => sum.turns += 1,
+            Body::Title { title } => sum.title = Some(title.clone()),
+            Body::Compaction { title: Some(t), .. } => sum.title = Some(t.clone()),
+            Body::SessionPreferences {
+                provider,
+                model,
+                effort,
+            } => {
+                sum.preferences = Some(Preferences {
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    effort: effort.clone(),
+                });
+            }
+            _ => {}
+        }
+        if let Some(p) = &mut self.projector {
+            p.push(&r)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the read: the summary and, when asked, the projection.
+    pub fn finish(
+        mut self,
+        torn_tail: bool,
+    ) -> Result<(Summary, Option<Projection>), HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.summary.torn_tail = torn_tail;
+        let projection = match self.projector.take() {
+            Some(p) => Some(p.finish(torn_tail)?),
+            None => None,
+        };
+        Ok((self.summary, projection))
+    }
+}
+
+/// Reads a whole history held in memory (tests, tools): lines, torn tail, projection.
+pub fn read_bytes(bytes: &[u8], id: &SessionId) -> Result<(Summary, Projection), HistoryError> {
+    let mut r = Reader::new(id, true);
+    let (complete, torn) = match memchr::memrchr(b'\n', bytes) {
+        Some(i) => (&bytes[..=i], i + 1 < bytes.len()),
+        None => (&bytes[..0], !bytes.is_empty()),
+    };
+    if !complete.is_empty() {
+        for line in complete[..complete.len() - 1].split(|b| *b == b'\n') {
+            if !r.line(line) {
+                break;
+            }
+        }
+    }
+    let (sum, p) = r.finish(torn)?;
+    Ok((sum, p.unwrap_or_default()))
+}
+
+/// A display title: at most 256 input bytes, sanitized, cut to 50 characters; unsafe → None.
+#[must_use]
+pub fn display_title(raw: &str) -> Option<String> {
+    if raw.len() > protocol_core::limits::DISCOVERY_TITLE_BYTES
+        || raw.chars().any(char::is_control)
+        || crate::util::redact::is_secret_like(raw)
+    {
+        return None;
+    }
+    let t: String = raw.trim().chars().take(50).collect();
+    (!t.is_empty()).then_some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn id() -> SessionId {
+        SessionId::new("s1").unwrap()
+    }
+
+    fn lines(v: &[Value]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for r in v {
+            b.extend(serde_json::to_vec(r).unwrap());
+            b.push(b'\n');
+        }
+        b
+    }
+
+    const TS: &str = "2026-11-30T12:00:00Z";
+
+    #[test]
+    fn projection_rules() {
+        let recs = lines(&[
+            json!({"type":"session_meta","session_id":"s1","ts":TS,"cwd":"/w"}),
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r1","message_id":"u1","text":"hi"}),
+            json!({"type":"assistant_chunk","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"he"}),
+            json!({"type":"reasoning_summary","session_id":"s1","ts":TS,"run_id":"r1","item_id":"i","text":"old","provider_summary":true}),
+            json!({"type":"reasoning_summary","session_id":"s1","ts":TS,"run_id":"r1","text":"hidden"}),
+            json!({"type":"activity","session_id":"s1","ts":TS,"run_id":"r1","activity_id":"t1","kind":"tool","state":"started","name":"shell","summary":"ls"}),
+            json!({"type":"activity","session_id":"s1","ts":TS,"run_id":"r1","activity_id":"t1","kind":"tool","state":"completed","name":"shell","summary":"ls"}),
+            json!({"type":"reasoning_summary","session_id":"s1","ts":TS,"run_id":"r1","item_id":"i","text":"new","provider_summary":true}),
+            json!({"type":"assistant_chunk","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"llo"}),
+            json!({"type":"assistant_message","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"hello"}),
+            json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r1","outcome":"completed"}),
+        ]);
+        let (_, pr) = read_bytes(&recs, &id()).unwrap();
+        let e: Vec<Value> = pr
+            .entries
+            .iter()
+            .map(|x| serde_json::from_str(x).unwrap())
+            .collect();
+        let kinds: Vec<&str> = e.iter().map(|x| x["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["user", "assistant", "reasoning_summary", "activity"]
+        );
+        assert_eq!(e[1]["text"], "hello");
+        assert_eq!(e[2]["text"], "new");
+        assert_eq!(e[3]["partial"], false);
+        assert!(pr.complete);
+    }
+
+    #[test]
+    fn interrupted_turns_are_partial() {
+        let mut recs = lines(&[
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r1","text":"hi"}),
+            json!({"type":"assistant_chunk","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"he"}),
+        ]);
+        recs.extend_from_slice(b"{\"type\":\"assistant_ch");
+        let (sum, pr) = read_bytes(&recs, &id()).unwrap();
+        assert!(sum.torn_tail);
+        assert!(!pr.complete);
+        let last: Value = serde_json::from_str(pr.entries.last().unwrap()).unwrap();
+        assert_eq!(last["kind"], "diagnostic");
+        assert_eq!(last["partial"], true);
+        let a: Value = serde_json::from_str(&pr.entries[1]).unwrap();
+        assert_eq!(
+            (a["text"].as_str(), a["partial"].as_bool()),
+            (Some("he"), Some(true))
+        );
+    }
+
+    #[test]
+    fn malformed_histories() {
+        let ok = json!({"type":"title","session_id":"s1","ts":TS,"title":"t"});
+        assert!(read_bytes(&lines(std::slice::from_ref(&ok)), &id()).is_ok());
+        for bad in [
+            json!({"type":"title","session_id":"other","ts":TS,"title":"t"}),
+            json!({"type":"diagnostic","session_id":"s1","ts":TS,"code":"x","summary":"y"}),
+            json!({"type":"nope","session_id":"s1","ts":TS}),
+            json!({"type":"title","session_id":"s1","ts":"yesterday","title":"t"}),
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r"}),
+            json!([1]),
+        ] {
+            assert!(
+                read_bytes(&lines(&[ok.clone(), bad.clone()]), &id()).is_err(),
+                "{bad}"
+            );
+        }
+        let mut blank = lines(std::slice::from_ref(&ok));
+        blank.extend_from_slice(b"\n");
+        blank.extend(lines(std::slice::from_ref(&ok)));
+        assert_eq!(
+            read_bytes(&blank, &id()).unwrap_err(),
+            HistoryError::Invalid
+        );
+        assert!(read_bytes(b"not json\n", &id()).is_err());
+        assert_eq!(read_bytes(b"", &id()).unwrap().0.records, 0);
+    }
+}

@@ -1,0 +1,10 @@
+//! Model adapters: the offline `scripted` provider and the HTTP providers. HTTP requests block
+//! the run's thread; everything they parse is bounded.
+
+pub mod http;
+pub mod scripted;
+pub mod target;
+
+pub use http::{stream, ProviderError};
+pub use scripted::{load_script, Step};
+pub use target::{api_key, provider_ready, target, Api, Target};

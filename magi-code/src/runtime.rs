@@ -1,0 +1,28 @@
+//! The admitted runtime of one child: one snapshot of configuration, taken at readiness.
+
+use crate::config::Settings;
+use std::path::{Path, PathBuf};
+
+/// The admitted runtime of one child: one snapshot of configuration.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    /// Canonical storage root.
+    pub root: PathBuf,
+    /// Canonical working directory.
+    pub cwd: PathBuf,
+    /// Merged settings.
+    pub settings: Settings,
+    /// Context identity (64 lowercase hex).
+    pub context_id: String,
+}
+
+impl Runtime {
+    /// Whether every recorded cwd is absolute and canonicalizes to this child's cwd.
+    #[must_use]
+    pub fn is_workspace(&self, cwds: &[String]) -> bool {
+        cwds.iter().all(|c| {
+            let p = Path::new(c);
+            p.is_absolute() && std::fs::canonicalize(p).is_ok_and(|real| real == self.cwd)
+        })
+    }
+}

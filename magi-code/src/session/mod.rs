@@ -1,0 +1,104 @@
+//! The attached session: `session.create`, `session.open`, `history.page`, the durable append
+//! path that turns and selection use, and the selection in effect.
+
+pub mod append;
+pub mod load;
+pub mod page;
+pub mod selection;
+pub mod state;
+
+pub use append::{append, refresh};
+pub use page::page;
+pub use selection::{select, view, SetSelection};
+pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};
+
+use crate::runtime::Runtime;
+use crate::store::{Lease, LeaseError, LeaseKind, SessionId, Sessions};
+use crate::util::cancel::Cancel;
+use crate::util::ids::fresh_revision;
+use load::load;
+use protocol_core::ErrorCode;
+use selection::restore;
+use serde_json::json;
+use std::fs;
+
+/// `session.create`: a lazy handle, no file, no lease, no history.
+pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
+    let a = Attachment {
+        id: SessionId::generate(),
+        durable: false,
+        writer: None,
+        appender: None,
+        snapshot: Snapshot::empty(),
+        turns: 0,
+    };
+    let result = json!({ "session_id": a.id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
+    // The previous attachment (and its lease) is released only now that the new one exists.
+    st.attachment = Some(a);
+    st.selection = Some(Selection::startup(rt));
+    Ok((result, Some(view(rt, st))))
+}
+
+/// `session.open`: exact ID only; the previous attachment stays intact on any failure.
+pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> OpResult {
+    let id = SessionId::new(id).ok_or(ErrorCode::InvalidParams)?;
+    let sessions = Sessions::new(&rt.root);
+    if !sessions.is_safe() {
+        return Err(ErrorCode::SessionInvalid);
+    }
+    if let Some(a) = st.attachment.as_mut().filter(|a| a.id == id) {
+        if !a.durable {
+            // Same-child reopen of a lazy handle.
+            a.snapshot = Snapshot::empty();
+            let result = json!({ "session_id": id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
+            st.selection = Some(Selection::startup(rt));
+            return Ok((result, Some(view(rt, st))));
+        }
+        let loaded = load(rt, &id, cancel)?;
+        let mut notices = loaded.notices;
+        let selection = restore(rt, &loaded.summary, &mut notices);
+        a.snapshot = Snapshot {
+            revision: fresh_revision(),
+            projection: loaded.projection,
+            identity: Some(loaded.identity),
+            stale: false,
+        };
+        a.turns = loaded.summary.turns;
+        let result = json!({ "session_id": id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
+        st.selection = Some(selection);
+        return Ok((result, Some(view(rt, st))));
+    }
+    match fs::symlink_metadata(sessions.history_path(&id)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ErrorCode::SessionMissing)
+        }
+        Err(_) => return Err(ErrorCode::SessionInvalid),
+        Ok(m) if !m.file_type().is_file() => return Err(ErrorCode::SessionInvalid),
+        Ok(_) => {}
+    }
+    let lease = Lease::acquire(&sessions, &id, LeaseKind::Writer).map_err(|e| match e {
+        LeaseError::Busy => ErrorCode::SessionBusy,
+        LeaseError::Unsafe => ErrorCode::SessionInvalid,
+    })?;
+    // On any error below the new lease is dropped and the old attachment is untouched.
+    let loaded = load(rt, &id, cancel)?;
+    let mut notices = loaded.notices;
+    let selection = restore(rt, &loaded.summary, &mut notices);
+    let a = Attachment {
+        id,
+        durable: true,
+        writer: Some(lease),
+        appender: None,
+        snapshot: Snapshot {
+            revision: fresh_revision(),
+            projection: loaded.projection,
+            identity: Some(loaded.identity),
+            stale: false,
+        },
+        turns: loaded.summary.turns,
+    };
+    let result = json!({ "session_id": a.id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
+    st.attachment = Some(a);
+    st.selection = Some(selection);
+    Ok((result, Some(view(rt, st))))
+}

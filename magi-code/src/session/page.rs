@@ -1,0 +1,63 @@
+//! `history.page`: pages of the attachment's immutable snapshot, refused once the file moved.
+
+use super::state::{OpResult, SessionState};
+use crate::history::PAGE_ENTRIES;
+use crate::runtime::Runtime;
+use crate::store::Sessions;
+use crate::util::paging;
+use protocol_core::ErrorCode;
+use serde_json::json;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+
+fn current_identity(path: &std::path::Path) -> Option<(u64, u64, u64, i128)> {
+    fs::symlink_metadata(path).ok().map(|m| {
+        (
+            m.dev(),
+            m.ino(),
+            m.len(),
+            i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        )
+    })
+}
+
+/// `history.page`.
+pub fn page(
+    rt: &Runtime,
+    st: &mut SessionState,
+    session_id: &str,
+    revision: &str,
+    cursor: Option<&str>,
+) -> OpResult {
+    let a = st.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
+    if a.id.as_str() != session_id {
+        return Err(ErrorCode::StaleSession);
+    }
+    let snap = &mut a.snapshot;
+    if snap.stale || snap.revision != revision {
+        return Err(ErrorCode::StaleRevision);
+    }
+    if let Some(id) = snap.identity {
+        let now = current_identity(&Sessions::new(&rt.root).history_path(&a.id));
+        if now != Some((id.dev, id.ino, id.len, id.mtime_ns)) {
+            snap.stale = true;
+            return Err(ErrorCode::StaleRevision);
+        }
+    }
+    let entries = &snap.projection.entries;
+    let start = match cursor {
+        None => 0,
+        Some(c) => paging::parse_cursor(c, &snap.revision, entries.len())
+            .ok_or(ErrorCode::StaleRevision)?,
+    };
+    let base = paging::base_bytes(
+        json!({ "session_id": session_id, "revision": snap.revision, "entries": [], "complete": false }),
+    );
+    let end = paging::end(entries, start, PAGE_ENTRIES, base);
+    let next = paging::cursor(end, entries.len(), &snap.revision);
+    let complete = next.is_none() && snap.projection.complete;
+    Ok((
+        json!({ "session_id": session_id, "revision": snap.revision, "entries": paging::values(&entries[start..end]), "next_cursor": next, "complete": complete }),
+        None,
+    ))
+}

@@ -1,0 +1,260 @@
+//! The selection in effect: the startup selection, its `status` view, the restore of saved
+//! preferences at reopen, and `selection.set`.
+
+use super::append::{append, refresh};
+use super::state::{OpResult, Selection, SessionState};
+use crate::catalog::{effort_support, scan, EffortSupport};
+use crate::history::{Body, Record, Summary};
+use crate::providers::provider_ready;
+use crate::runtime::Runtime;
+use crate::util::cancel::Cancel;
+use crate::util::ids::fresh_revision;
+use crate::util::notice::Notice;
+use crate::util::redact::safe_name;
+use protocol_core::limits::SELECTION_APPEND_BYTES;
+use protocol_core::methods::EffortRequest;
+use protocol_core::{ErrorCode, ReadyView};
+use serde_json::{json, Value};
+
+/// Effort controls known without a cache: the built-in `scripted` models have none.
+fn builtin_efforts(provider: &str) -> Option<Vec<String>> {
+    (provider == "scripted").then(Vec::new)
+}
+
+impl Selection {
+    /// The startup selection of the admitted settings, with a fresh revision.
+    #[must_use]
+    pub fn startup(rt: &Runtime) -> Self {
+        Self {
+            provider: rt.settings.provider.clone(),
+            model: rt.settings.model.clone(),
+            requested_effort: rt.settings.effort.clone(),
+            revision: fresh_revision(),
+            efforts: builtin_efforts(&rt.settings.provider),
+        }
+    }
+
+    /// The `status.selection` object.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let (support, permitted) = effort_support(self.efforts.as_deref());
+        // Supported controls resolve to the requested effort when it is permitted (a saved
+        // request that no longer applies falls back to no override); otherwise null.
+        let effective = (support == EffortSupport::Supported).then(|| {
+            if permitted.contains(&self.requested_effort) {
+                self.requested_effort.clone()
+            } else {
+                "default".to_owned()
+            }
+        });
+        json!({
+            "revision": self.revision,
+            "provider": safe_name(&self.provider),
+            "model": safe_name(&self.model),
+            "requested_effort": self.requested_effort,
+            "effective_effort": effective,
+            "effort_support": support.as_str(),
+            "permitted_efforts": permitted,
+        })
+    }
+}
+
+/// The `status` view for the current state.
+#[must_use]
+pub fn view(rt: &Runtime, st: &SessionState) -> ReadyView {
+    let sel = st
+        .selection
+        .clone()
+        .unwrap_or_else(|| Selection::startup(rt));
+    ReadyView {
+        provider: safe_name(&sel.provider),
+        model: safe_name(&sel.model),
+        context_id: rt.context_id.clone(),
+        session_id: st.attachment.as_ref().map(|a| a.id.as_str().to_owned()),
+        selection: sel.to_value(),
+    }
+}
+
+/// The selection restored from saved preferences, with its notices.
+pub fn restore(rt: &Runtime, summary: &Summary, notices: &mut Vec<Notice>) -> Selection {
+    let startup = Selection::startup(rt);
+    let Some(p) = &summary.preferences else {
+        return startup;
+    };
+    let mut candidate = rt.settings.clone();
+    candidate.provider = p.provider.clone();
+    candidate.model = p.model.clone();
+    if provider_ready(&candidate, &rt.root) {
+        if p.provider == "scripted" && p.effort != "default" {
+            // Saved explicit effort does not apply to a model without effort control.
+            notices.push(Notice::SavedSelectionNotice);
+        }
+        Selection {
+            provider: p.provider.clone(),
+            model: p.model.clone(),
+            requested_effort: p.effort.clone(),
+            revision: startup.revision,
+            efforts: builtin_efforts(&p.provider),
+        }
+    } else {
+        notices.push(Notice::SavedSelectionUnavailable);
+        Selection {
+            requested_effort: p.effort.clone(),
+            ..startup
+        }
+    }
+}
+
+/// The params of `selection.set`.
+#[derive(Debug, Clone, Copy)]
+pub struct SetSelection<'a> {
+    /// The attached session it must name.
+    pub session_id: &'a str,
+    /// The selection revision it was read at.
+    pub selection_revision: &'a str,
+    /// The catalog snapshot the choice comes from.
+    pub catalog_revision: &'a str,
+    /// The chosen provider.
+    pub provider: &'a str,
+    /// The chosen model.
+    pub model: &'a str,
+    /// The effort request.
+    pub effort: EffortRequest,
+}
+
+/// `selection.set`: validate everything against the attachment, the selection revision and the
+/// catalog snapshot (revalidated by a rescan), append one `session_preferences` record durably,
+/// then replace the selection. Nothing is written or changed on any error.
+pub fn select(
+    rt: &Runtime,
+    st: &mut SessionState,
+    req: SetSelection<'_>,
+    cancel: &Cancel,
+) -> OpResult {
+    let SetSelection {
+        session_id,
+        selection_revision,
+        catalog_revision,
+        provider,
+        model,
+        effort,
+    } = req;
+    match &st.attachment {
+        None => return Err(ErrorCode::SessionMissing),
+        Some(a) if a.id.as_str() != session_id => return Err(ErrorCode::StaleSession),
+        Some(_) => {}
+    }
+    let current = st
+        .selection
+        .clone()
+        .unwrap_or_else(|| Selection::startup(rt));
+    if current.revision != selection_revision {
+        return Err(ErrorCode::StaleSelection);
+    }
+    let Some(snap) = st
+        .catalog
+        .as_ref()
+        .filter(|s| !s.stale && s.revision == catalog_revision)
+    else {
+        return Err(ErrorCode::StaleCatalog);
+    };
+    let fingerprint = snap.fingerprint;
+    // Revalidate: the caches and readiness must be what the snapshot saw.
+    match scan(rt, &current.provider, cancel) {
+        Ok(s) if s.fingerprint == fingerprint => {}
+        Err(ErrorCode::OperationCancelled) => return Err(ErrorCode::OperationCancelled),
+        _ => {
+            if let Some(s) = st.catalog.as_mut() {
+                s.stale = true;
+            }
+            return Err(ErrorCode::StaleCatalog);
+        }
+    }
+    let snap = st.catalog.as_ref().ok_or(ErrorCode::StaleCatalog)?;
+    let choice: Value = snap
+        .entries
+        .iter()
+        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
+        .find(|c| c["provider"] == provider && c["model"] == model)
+        .ok_or(ErrorCode::SelectionInvalid)?;
+    if choice["availability"] != "available" {
+        return Err(ErrorCode::ProviderUnavailable);
+    }
+    let permitted: Vec<String> = choice["permitted_efforts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let efforts: Option<Vec<String>> = match choice["effort_support"]
+        .as_str()
+        .and_then(EffortSupport::parse)
+    {
+        Some(EffortSupport::Supported) => Some(
+            permitted
+                .iter()
+                .filter(|e| *e != "default")
+                .cloned()
+                .collect(),
+        ),
+        Some(EffortSupport::Unsupported) => Some(Vec::new()),
+        _ => None,
+    };
+    let requested = match effort {
+        EffortRequest::Default => "default".to_owned(),
+        EffortRequest::Keep => current.requested_effort.clone(),
+        EffortRequest::Set { value } => serde_json::to_value(value)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    if requested != "default" && !permitted.contains(&requested) {
+        return Err(ErrorCode::EffortUnsupported);
+    }
+    let record = Record::now(
+        session_id,
+        Body::SessionPreferences {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            effort: requested.clone(),
+        },
+    );
+    let size = serde_json::to_string(&record).map_or(usize::MAX, |s| s.len());
+    if size > SELECTION_APPEND_BYTES {
+        return Err(ErrorCode::InvalidParams);
+    }
+    let a = st.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
+    append(rt, a, &[record])?;
+    let mut notices: Vec<Notice> = Vec::new();
+    let history_revision = match refresh(rt, a, &Cancel::default()) {
+        Ok(r) => Some(r),
+        Err(_) => {
+            notices.push(Notice::HistoryUnavailable);
+            None
+        }
+    };
+    let selection = Selection {
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        requested_effort: requested,
+        revision: fresh_revision(),
+        efforts,
+    };
+    let value = selection.to_value();
+    st.selection = Some(selection);
+    let view = view(rt, st);
+    Ok((
+        json!({
+            "session_id": session_id,
+            "selection": value,
+            "catalog_revision": catalog_revision,
+            "scope": "session",
+            "durable": true,
+            "history_revision": history_revision,
+            "notices": notices,
+        }),
+        Some(view),
+    ))
+}

@@ -1,0 +1,168 @@
+//! Durable writes: the append-only history appender, folder fsync, and atomic replacement of
+//! rewritten files.
+
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Fsyncs a folder so a new entry in it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// An append-only history file held open by its owner.
+#[derive(Debug)]
+pub struct Appender {
+    file: File,
+    /// Whether the file may end in a torn line that must be cut before the next append.
+    check_tail: bool,
+}
+
+impl Appender {
+    /// Creates a new history file (it must not exist) and makes the entry durable.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        file.sync_all()?;
+        if let Some(dir) = path.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(Self {
+            file,
+            check_tail: false,
+        })
+    }
+
+    /// Opens an existing history file for appending.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)?;
+        if !file.metadata()?.file_type().is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        Ok(Self {
+            file,
+            check_tail: true,
+        })
+    }
+
+    /// Cuts a torn last line (no LF) back to the last LF (`decisions.md` 23).
+    fn cut_torn_tail(&mut self) -> io::Result<()> {
+        let len = self.file.metadata()?.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let mut last = [0u8; 1];
+        let mut f = &self.file;
+        f.seek(SeekFrom::Start(len - 1))?;
+        f.read_exact(&mut last)?;
+        if last[0] == b'\n' {
+            return Ok(());
+        }
+        // Scan backwards in blocks for the last LF.
+        let mut end = len;
+        let mut buf = vec![0u8; 64 * 1024];
+        let keep = loop {
+            let start = end.saturating_sub(buf.len() as u64);
+            let n = usize::try_from(end - start).unwrap_or(0);
+            f.seek(SeekFrom::Start(start))?;
+            f.read_exact(&mut buf[..n])?;
+            if let Some(i) = memchr::memrchr(b'\n', &buf[..n]) {
+                break start + i as u64 + 1;
+            }
+            if start == 0 {
+                break 0;
+            }
+            end = start;
+        };
+        self.file.set_len(keep)?;
+        self.file.sync_data()
+    }
+
+    /// Appends records as JSON lines and fsyncs. Nothing is claimed durable on error.
+    pub fn append<T: serde::Serialize>(&mut self, records: &[T]) -> io::Result<()> {
+        if self.check_tail {
+            self.cut_torn_tail()?;
+            self.check_tail = false;
+        }
+        let mut buf = Vec::new();
+        for r in records {
+            serde_json::to_writer(&mut buf, r).map_err(io::Error::other)?;
+            buf.push(b'\n');
+        }
+        let res = self
+            .file
+            .write_all(&buf)
+            .and_then(|()| self.file.sync_data());
+        if res.is_err() {
+            // A partial line may be left; cut it before the next append.
+            self.check_tail = true;
+        }
+        res
+    }
+}
+
+/// Replaces `path` atomically with `data` at `mode`: a temp file in the same folder (never
+/// following a symlink), fsync, rename over `path`, then an fsync of the folder. `Ok(synced)`
+/// once renamed, where `synced` says whether the folder fsync succeeded too; on an error the
+/// temp file is removed and `path` is untouched.
+pub fn replace_atomically(path: &Path, data: &[u8], mode: u32) -> io::Result<bool> {
+    let dir = path.parent().ok_or(io::ErrorKind::InvalidInput)?;
+    let tmp = dir.join(format!(".magi-{}.tmp", uuid::Uuid::new_v4().simple()));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    let written = file
+        .write_all(data)
+        .and_then(|()| file.set_permissions(Permissions::from_mode(mode)))
+        .and_then(|()| file.sync_all())
+        .and_then(|()| fs::rename(&tmp, path));
+    drop(file);
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(sync_dir(dir).is_ok())
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_fails_the_append() {
+        let file = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let mut a = Appender {
+            file,
+            check_tail: false,
+        };
+        assert!(a.append(&[serde_json::json!({"x":1})]).is_err());
+        assert!(a.check_tail, "a partial line is cut before the next append");
+    }
+
+    #[test]
+    fn torn_tail_is_cut_before_the_next_append() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("s.jsonl");
+        fs::write(&f, b"{\"a\":1}\n{\"b\":").unwrap();
+        let mut a = Appender::open(&f).unwrap();
+        a.append(&[serde_json::json!({"c":3})]).unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"{\"a\":1}\n{\"c\":3}\n");
+        let g = d.path().join("n.jsonl");
+        let mut a = Appender::create(&g).unwrap();
+        assert!(Appender::create(&g).is_err());
+        a.append(&[serde_json::json!({"x":1})]).unwrap();
+        assert_eq!(fs::read(&g).unwrap(), b"{\"x\":1}\n");
+    }
+}

@@ -1,0 +1,12 @@
+//! Storage primitives under `MC_HOME`: paths built only from checked session IDs, safe
+//! held-file reads, lease files, and durable appends and replacements.
+
+pub mod append;
+pub mod held;
+pub mod lease;
+pub mod paths;
+
+pub use append::{replace_atomically, sync_dir, Appender};
+pub use held::{read_held, stream_held, Held, Identity, ReadError, Streamed};
+pub use lease::{Lease, LeaseError};
+pub use paths::{LeaseKind, SessionId, Sessions};

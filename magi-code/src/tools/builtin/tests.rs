@@ -1,0 +1,515 @@
+//! Tests of the built-in tools.
+
+use super::input::{FILE_BYTES, GREP_FILE_BYTES, GREP_MATCHES, LIST_ENTRIES};
+use super::*;
+use crate::tools::outcome::{bound_output, OUTPUT_BYTES, SUMMARY_BYTES, TRUNCATED};
+use serde_json::json;
+use std::ffi::OsString;
+use std::fs::{self, Permissions};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn go(name: &str, input: Value, cwd: &Path) -> ToolOutcome {
+    run(name, &input, cwd, &Cancel::default())
+}
+
+fn assert_invalid(name: &str, input: Value, cwd: &Path) {
+    let o = go(name, input.clone(), cwd);
+    assert!(!o.ok, "{name} {input}");
+    assert_eq!(o.summary, "invalid input", "{name} {input}");
+}
+
+fn mkfifo(path: &Path) {
+    let st = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(st.success());
+    assert!(fs::metadata(path).unwrap().file_type().is_fifo());
+}
+
+#[test]
+fn classes() {
+    assert_eq!(class("read_file"), Some(ToolClass::Read));
+    assert_eq!(class("list_dir"), Some(ToolClass::Read));
+    assert_eq!(class("grep"), Some(ToolClass::Read));
+    assert_eq!(class("write_file"), Some(ToolClass::Write));
+    assert_eq!(class("edit_file"), Some(ToolClass::Write));
+    assert_eq!(class("shell"), Some(ToolClass::Shell));
+    assert_eq!(class("bash"), None);
+    assert_eq!(class(""), None);
+    let d = tempfile::tempdir().unwrap();
+    let o = go("bash", json!({"command": "true"}), d.path());
+    assert!(!o.ok);
+    assert_eq!(o.summary, "unknown tool");
+}
+
+#[test]
+fn read_file_success_offset_limit() {
+    let d = tempfile::tempdir().unwrap();
+    let body: String = (0..10).map(|k| format!("line {k}\n")).collect();
+    fs::write(d.path().join("f.txt"), &body).unwrap();
+    let o = go("read_file", json!({"path": "f.txt"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (true, "read 10 lines"));
+    assert_eq!(o.output, body);
+    let o = go(
+        "read_file",
+        json!({"path": "f.txt", "offset": 3, "limit": 2}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (true, "read 2 lines"));
+    assert_eq!(o.output, "line 3\nline 4\n");
+    let o = go("read_file", json!({"path": "f.txt", "offset": 9}), d.path());
+    assert_eq!(o.output, "line 9\n");
+    let o = go(
+        "read_file",
+        json!({"path": "f.txt", "offset": 50}),
+        d.path(),
+    );
+    assert_eq!(
+        (o.ok, o.summary.as_str(), o.output.as_str()),
+        (true, "read 0 lines", "")
+    );
+    // Absolute paths work; a last line without LF counts.
+    let abs = d.path().join("g.txt");
+    fs::write(&abs, "a\nb").unwrap();
+    let o = go(
+        "read_file",
+        json!({"path": abs.to_str().unwrap()}),
+        d.path(),
+    );
+    assert_eq!(
+        (o.summary.as_str(), o.output.as_str()),
+        ("read 2 lines", "a\nb")
+    );
+    // Default limit 2,000 lines.
+    fs::write(d.path().join("many"), "x\n".repeat(3_000)).unwrap();
+    let o = go("read_file", json!({"path": "many"}), d.path());
+    assert_eq!(o.summary, "read 2000 lines");
+    let o = go(
+        "read_file",
+        json!({"path": "many", "limit": 10000}),
+        d.path(),
+    );
+    assert_eq!(o.summary, "read 3000 lines");
+    // Lossy UTF-8.
+    fs::write(d.path().join("bin"), b"ok\xff\n").unwrap();
+    let o = go("read_file", json!({"path": "bin"}), d.path());
+    assert_eq!(o.output, "ok\u{fffd}\n");
+}
+
+#[test]
+fn read_file_failures() {
+    let d = tempfile::tempdir().unwrap();
+    let o = go("read_file", json!({"path": "missing.txt"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
+    assert!(!o.output.contains(d.path().to_str().unwrap()));
+    let o = go("read_file", json!({"path": "."}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
+    fs::write(d.path().join("f"), "x").unwrap();
+    let o = go("read_file", json!({"path": "f/g"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
+}
+
+#[test]
+fn fifo_never_hangs() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("pipe");
+    mkfifo(&fifo);
+    let start = Instant::now();
+    let o = go("read_file", json!({"path": "pipe"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
+    let o = go(
+        "write_file",
+        json!({"path": "pipe", "content": "x"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
+    let o = go(
+        "edit_file",
+        json!({"path": "pipe", "old": "a", "new": "b"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
+    fs::write(d.path().join("f.txt"), "needle\n").unwrap();
+    let o = go("grep", json!({"pattern": "needle"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (true, "1 matches"));
+    let o = go(
+        "grep",
+        json!({"pattern": "needle", "path": "pipe"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn output_truncation_at_char_boundary() {
+    let limit = OUTPUT_BYTES - TRUNCATED.len() - 1;
+    // "€" (3 bytes) straddles the cut point.
+    let s = format!("{}€{}", "a".repeat(limit - 1), "b".repeat(100));
+    assert!(s.len() > OUTPUT_BYTES);
+    let out = bound_output(s, false);
+    assert!(out.len() <= OUTPUT_BYTES);
+    assert!(out == format!("{}\n{TRUNCATED}", "a".repeat(limit - 1)));
+    // Exactly OUTPUT_BYTES fits untouched; flagged short output gets the marker.
+    let s = "b".repeat(OUTPUT_BYTES);
+    assert!(bound_output(s.clone(), false) == s);
+    assert_eq!(
+        bound_output("x\n".to_owned(), true),
+        format!("x\n{TRUNCATED}")
+    );
+    assert_eq!(bound_output(String::new(), true), TRUNCATED);
+
+    // End to end through read_file: lines of multi-byte characters.
+    let d = tempfile::tempdir().unwrap();
+    let line = format!("{}\n", "é€😀".repeat(33)); // 9 * 33 + 1 bytes
+    fs::write(d.path().join("big"), line.repeat(1_000)).unwrap();
+    let o = go("read_file", json!({"path": "big"}), d.path());
+    assert!(o.ok);
+    assert_eq!(o.summary, "read 1000 lines");
+    assert!(o.output.len() <= OUTPUT_BYTES);
+    assert!(o.output.len() > OUTPUT_BYTES - 16);
+    assert!(o.output.ends_with(&format!("\n{TRUNCATED}")));
+    assert!(line
+        .repeat(1_000)
+        .starts_with(o.output.trim_end_matches(TRUNCATED).trim_end()));
+}
+
+#[test]
+fn read_file_over_8_mib_is_marked() {
+    let d = tempfile::tempdir().unwrap();
+    let big = "y\n".repeat((FILE_BYTES as usize) / 2 + 10);
+    fs::write(d.path().join("huge"), big).unwrap();
+    let o = go("read_file", json!({"path": "huge", "limit": 5}), d.path());
+    assert_eq!(
+        (o.summary.as_str(), o.output.as_str()),
+        ("read 5 lines", "y\n".repeat(5).as_str())
+    );
+    let offset = (FILE_BYTES as usize) / 2 - 2;
+    let o = go(
+        "read_file",
+        json!({"path": "huge", "offset": offset}),
+        d.path(),
+    );
+    assert_eq!(o.summary, "read 2 lines");
+    assert_eq!(o.output, format!("y\ny\n{TRUNCATED}"));
+}
+
+#[test]
+fn list_dir_sorted_and_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("b.txt"), "").unwrap();
+    fs::write(d.path().join("a.txt"), "").unwrap();
+    fs::create_dir(d.path().join("c")).unwrap();
+    fs::create_dir(d.path().join("a")).unwrap();
+    let o = go("list_dir", json!({"path": "."}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (true, "4 entries"));
+    assert_eq!(o.output, "a/\na.txt\nb.txt\nc/\n");
+    let o = go("list_dir", json!({"path": "a.txt"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a folder"));
+    let o = go("list_dir", json!({"path": "nope"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
+
+    let many = d.path().join("many");
+    fs::create_dir(&many).unwrap();
+    for k in (0..1_005).rev() {
+        fs::write(many.join(format!("f{k:04}")), "").unwrap();
+    }
+    let o = go("list_dir", json!({"path": "many"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (true, "1005 entries"));
+    let lines: Vec<&str> = o.output.lines().collect();
+    assert_eq!(lines.len(), LIST_ENTRIES + 1);
+    assert_eq!(lines[0], "f0000");
+    assert_eq!(lines[999], "f0999");
+    assert_eq!(lines[1000], TRUNCATED);
+}
+
+#[test]
+fn grep_walks_and_skips() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    fs::create_dir_all(p.join("src/deep")).unwrap();
+    fs::create_dir_all(p.join(".git")).unwrap();
+    fs::create_dir_all(p.join("target")).unwrap();
+    fs::write(p.join("src/lib.rs"), "fn alpha() {}\nfn beta() {}\n").unwrap();
+    fs::write(p.join("src/deep/x.rs"), "// nothing\nfn gamma_1() {}\r\n").unwrap();
+    fs::write(p.join("a.txt"), "fn in text\n").unwrap();
+    fs::write(p.join(".git/config"), "fn hidden\n").unwrap();
+    fs::write(p.join("target/out.rs"), "fn built\n").unwrap();
+    fs::write(p.join("bin.dat"), b"fn \0 binary\n").unwrap();
+    let mut huge = "fn big\n".to_owned();
+    huge.push_str(&"z".repeat(GREP_FILE_BYTES as usize));
+    fs::write(p.join("huge.txt"), huge).unwrap();
+    std::os::unix::fs::symlink(p.join("src"), p.join("link")).unwrap();
+
+    let o = go("grep", json!({"pattern": r"^fn \w+"}), p);
+    assert_eq!(
+        (o.ok, o.summary.as_str()),
+        (true, "4 matches"),
+        "{}",
+        o.output
+    );
+    assert_eq!(
+        o.output,
+        "a.txt:1:fn in text\nsrc/deep/x.rs:2:fn gamma_1() {}\nsrc/lib.rs:1:fn alpha() {}\nsrc/lib.rs:2:fn beta() {}\n"
+    );
+    let o = go("grep", json!({"pattern": "beta", "path": "./src"}), p);
+    assert_eq!(o.output, "src/lib.rs:2:fn beta() {}\n");
+    let o = go("grep", json!({"pattern": "alpha", "path": "src/lib.rs"}), p);
+    assert_eq!(o.output, "src/lib.rs:1:fn alpha() {}\n");
+    let abs = p.join("src");
+    let o = go(
+        "grep",
+        json!({"pattern": "gamma", "path": abs.to_str().unwrap()}),
+        p,
+    );
+    assert_eq!(
+        o.output,
+        format!("{}/deep/x.rs:2:fn gamma_1() {{}}\n", abs.display())
+    );
+    let o = go("grep", json!({"pattern": "(unclosed"}), p);
+    assert_eq!((o.ok, o.summary.as_str()), (false, "invalid pattern"));
+    let o = go("grep", json!({"pattern": "x", "path": "missing"}), p);
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
+}
+
+#[test]
+fn grep_match_bound() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("m"), "hit\n".repeat(GREP_MATCHES)).unwrap();
+    let o = go("grep", json!({"pattern": "hit"}), d.path());
+    assert_eq!(o.summary, "500 matches");
+    assert!(!o.output.contains(TRUNCATED));
+    fs::write(d.path().join("n"), "hit\n").unwrap();
+    let o = go("grep", json!({"pattern": "hit"}), d.path());
+    assert_eq!(o.summary, "500 matches");
+    assert!(o.output.ends_with(&format!("m:500:hit\n{TRUNCATED}")));
+}
+
+#[test]
+fn write_file_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let o = go(
+        "write_file",
+        json!({"path": "new.txt", "content": "héllo"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 6 bytes"));
+    assert_eq!(
+        fs::read_to_string(d.path().join("new.txt")).unwrap(),
+        "héllo"
+    );
+    let o = go(
+        "write_file",
+        json!({"path": "new.txt", "content": "x"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 1 bytes"));
+    assert_eq!(fs::read_to_string(d.path().join("new.txt")).unwrap(), "x");
+    let o = go(
+        "write_file",
+        json!({"path": "no/such/f.txt", "content": "x"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
+    let o = go("write_file", json!({"path": ".", "content": "x"}), d.path());
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
+    let big = "z".repeat(FILE_BYTES as usize + 1);
+    let o = go(
+        "write_file",
+        json!({"path": "big", "content": big}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "too large"));
+    assert!(!d.path().join("big").exists());
+}
+
+#[test]
+fn edit_file_occurrences() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("e.txt");
+    fs::write(&f, "one two two\n").unwrap();
+    fs::set_permissions(&f, Permissions::from_mode(0o640)).unwrap();
+    let o = go(
+        "edit_file",
+        json!({"path": "e.txt", "old": "three", "new": "x"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "old text not found"));
+    let o = go(
+        "edit_file",
+        json!({"path": "e.txt", "old": "two", "new": "x"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "old text not unique"));
+    let o = go(
+        "edit_file",
+        json!({"path": "e.txt", "old": "one", "new": "1"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (true, "edited"));
+    assert_eq!(fs::read_to_string(&f).unwrap(), "1 two two\n");
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    // Overlapping occurrences are not unique.
+    fs::write(&f, "aaa").unwrap();
+    let o = go(
+        "edit_file",
+        json!({"path": "e.txt", "old": "aa", "new": "b"}),
+        d.path(),
+    );
+    assert_eq!(o.summary, "old text not unique");
+    // Empty `old` is refused.
+    assert_invalid(
+        "edit_file",
+        json!({"path": "e.txt", "old": "", "new": "b"}),
+        d.path(),
+    );
+    // No temp file is left behind.
+    let names: Vec<_> = fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, vec![OsString::from("e.txt")]);
+    // A symlink stays a symlink; its target is edited.
+    std::os::unix::fs::symlink("e.txt", d.path().join("l")).unwrap();
+    let o = go(
+        "edit_file",
+        json!({"path": "l", "old": "aaa", "new": "ccc"}),
+        d.path(),
+    );
+    assert!(o.ok);
+    assert!(fs::symlink_metadata(d.path().join("l"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read_to_string(&f).unwrap(), "ccc");
+    let o = go(
+        "edit_file",
+        json!({"path": "gone", "old": "a", "new": "b"}),
+        d.path(),
+    );
+    assert_eq!(o.summary, "not found");
+}
+
+#[test]
+fn input_validation() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    fs::write(p.join("f"), "a\n").unwrap();
+    let cases = [
+        ("read_file", json!({"path": "f", "extra": 1})),
+        ("read_file", json!({})),
+        ("read_file", json!({"path": 3})),
+        ("read_file", json!({"path": "f", "offset": -1})),
+        ("read_file", json!({"path": "f", "offset": 1.5})),
+        ("read_file", json!({"path": "f", "offset": "1"})),
+        ("read_file", json!({"path": "f", "offset": null})),
+        ("read_file", json!({"path": "f", "limit": 0})),
+        ("read_file", json!({"path": "f", "limit": 10_001})),
+        ("read_file", json!(["f"])),
+        ("read_file", json!("f")),
+        ("read_file", Value::Null),
+        ("list_dir", json!({"path": ".", "recursive": true})),
+        ("list_dir", json!({})),
+        ("list_dir", json!({"path": ["."]})),
+        ("grep", json!({"pattern": "x", "glob": "*.rs"})),
+        ("grep", json!({"path": "."})),
+        ("grep", json!({"pattern": 1})),
+        ("grep", json!({"pattern": "x", "path": null})),
+        (
+            "write_file",
+            json!({"path": "w", "content": "x", "mode": 420}),
+        ),
+        ("write_file", json!({"path": "w"})),
+        ("write_file", json!({"path": "w", "content": ["x"]})),
+        (
+            "edit_file",
+            json!({"path": "f", "old": "a", "new": "b", "all": true}),
+        ),
+        ("edit_file", json!({"path": "f", "old": "a"})),
+        ("edit_file", json!({"path": "f", "old": "a", "new": false})),
+        ("shell", json!({"command": "true", "env": {}})),
+        ("shell", json!({})),
+        ("shell", json!({"command": ["true"]})),
+        ("shell", json!({"command": "true", "timeout_ms": 0})),
+        ("shell", json!({"command": "true", "timeout_ms": 600_001})),
+        ("shell", json!({"command": "true", "timeout_ms": "5"})),
+    ];
+    for (name, input) in cases {
+        assert_invalid(name, input, p);
+    }
+    assert!(!p.join("w").exists());
+    assert_eq!(fs::read_to_string(p.join("f")).unwrap(), "a\n");
+    let o = go(
+        "shell",
+        json!({"command": "true", "timeout_ms": 600_000}),
+        p,
+    );
+    assert!(o.ok);
+    let o = go(
+        "read_file",
+        json!({"path": "f", "offset": 0, "limit": 10_000}),
+        p,
+    );
+    assert!(o.ok);
+}
+
+#[test]
+fn describe_is_bounded_safe_and_one_line() {
+    assert_eq!(
+        describe("read_file", &json!({"path": "src/lib.rs"})),
+        "read_file src/lib.rs"
+    );
+    assert_eq!(
+        describe("shell", &json!({"command": "cargo test"})),
+        "shell: cargo test"
+    );
+    assert_eq!(describe("list_dir", &json!({"path": "."})), "list_dir .");
+    assert_eq!(
+        describe("grep", &json!({"pattern": "fn main"})),
+        "grep fn main in ."
+    );
+    assert_eq!(
+        describe(
+            "write_file",
+            &json!({"path": "a", "content": "secret body"})
+        ),
+        "write_file a (11 bytes)"
+    );
+    assert_eq!(
+        describe("edit_file", &json!({"path": "a", "old": "x", "new": "y"})),
+        "edit_file a"
+    );
+    assert_eq!(
+        describe("shell", &json!({"command": 1})),
+        "shell (invalid input)"
+    );
+    assert_eq!(describe("nope\n", &json!({})), "unknown tool nope");
+    let d = describe(
+        "shell",
+        &json!({"command": "curl -H x-api-key:sk-ant-secret123 u"}),
+    );
+    assert!(!d.contains("sk-ant") && !d.contains("secret123"), "{d}");
+    assert!(d.contains("[redacted]"));
+    let d = describe(
+        "shell",
+        &json!({"command": "a\nb\tc\r\u{1b}[31md\u{2028}e"}),
+    );
+    assert_eq!(d, "shell: a b c[31md e");
+    let long = "€".repeat(1_000);
+    let d = describe("shell", &json!({ "command": long }));
+    assert!(d.len() <= SUMMARY_BYTES && d.len() > SUMMARY_BYTES - 4);
+    assert!(d.starts_with("shell: €"));
+    // Summaries never carry raw output.
+    let tmp = tempfile::tempdir().unwrap();
+    let o = go(
+        "shell",
+        json!({"command": "echo sk-ant-secret123"}),
+        tmp.path(),
+    );
+    assert_eq!(o.summary, "exit 0");
+}

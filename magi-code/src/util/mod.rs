@@ -1,0 +1,11 @@
+//! Helpers that know nothing of the rest of the crate: cancellation, redaction, paging, text
+//! cutting, time, child processes, IDs and notice codes.
+
+pub mod cancel;
+pub mod ids;
+pub mod notice;
+pub mod paging;
+pub mod proc;
+pub mod redact;
+pub mod text;
+pub mod time;

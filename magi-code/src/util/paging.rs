@@ -1,0 +1,159 @@
+//! Paging of immutable snapshots (history, session list, catalog): one page fits 32,768
+//! serialized result bytes and its entry limit; cursors are `<index>.<revision>`.
+
+use serde_json::Value;
+
+/// Largest serialized page result (`history_page_bytes`, `discovery_page_bytes`,
+/// `catalog_page_bytes`).
+pub const PAGE_BYTES: usize = 32_768;
+
+/// Serialized size of a result without entries, counting the widest possible cursor.
+#[must_use]
+pub fn base_bytes(mut result_without_entries: Value) -> usize {
+    if let Some(o) = result_without_entries.as_object_mut() {
+        o.insert(
+            "next_cursor".into(),
+            Value::String("x".repeat(protocol_core::limits::ID_BYTES)),
+        );
+    }
+    result_without_entries.to_string().len()
+}
+
+/// The end of the page starting at `start`: as many serialized entries as fit `PAGE_BYTES`
+/// (with `base` bytes of result around them) and `limit`.
+#[must_use]
+pub fn end(entries: &[String], start: usize, limit: usize, base: usize) -> usize {
+    let mut size = base;
+    let mut end = start;
+    while end < entries.len() && end - start < limit {
+        let add = entries[end].len() + usize::from(end > start);
+        if size + add > PAGE_BYTES {
+            break;
+        }
+        size += add;
+        end += 1;
+    }
+    end
+}
+
+/// The entries of one page, parsed back for the result.
+#[must_use]
+pub fn values(entries: &[String]) -> Vec<Value> {
+    entries
+        .iter()
+        .filter_map(|e| serde_json::from_str(e).ok())
+        .collect()
+}
+
+/// The cursor of the page starting at `index`, or `None` when `index` ends the snapshot.
+#[must_use]
+pub fn cursor(index: usize, len: usize, revision: &str) -> Option<String> {
+    (index < len).then(|| format!("{index}.{revision}"))
+}
+
+/// The start index a cursor names in a snapshot of `len` entries at `revision`, if it is one
+/// this snapshot issued.
+#[must_use]
+pub fn parse_cursor(cursor: &str, revision: &str, len: usize) -> Option<usize> {
+    let (idx, rev) = cursor.split_once('.')?;
+    let idx: usize = idx.parse().ok()?;
+    (rev == revision && idx > 0 && idx < len).then_some(idx)
+}
+
+/// One immutable paged snapshot (`session.list`, `model.catalog`): serialized entries, the
+/// notices of the result, the fingerprint a continuation must match, and sticky staleness.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Opaque revision.
+    pub revision: String,
+    /// Serialized entries, in order.
+    pub entries: Vec<String>,
+    /// Wire notice codes of every page.
+    pub notices: Vec<&'static str>,
+    /// What the scan saw; a continuation rescans and must see the same.
+    pub fingerprint: [u8; 32],
+    /// Sticky invalidation: once stale, every continuation is refused.
+    pub stale: bool,
+}
+
+impl Snapshot {
+    /// A fresh snapshot with a new revision.
+    #[must_use]
+    pub fn new(entries: Vec<String>, notices: Vec<&'static str>, fingerprint: [u8; 32]) -> Self {
+        Self {
+            revision: super::ids::fresh_revision(),
+            entries,
+            notices,
+            fingerprint,
+            stale: false,
+        }
+    }
+
+    /// The valid snapshot a continuation names, if `slot` holds it: `(index, fingerprint)`.
+    #[must_use]
+    pub fn continuation(
+        slot: &Option<Self>,
+        revision: &str,
+        cursor: &str,
+    ) -> Option<(usize, [u8; 32])> {
+        let s = slot
+            .as_ref()
+            .filter(|s| !s.stale && s.revision == revision)?;
+        Some((
+            parse_cursor(cursor, revision, s.entries.len())?,
+            s.fingerprint,
+        ))
+    }
+
+    /// The page starting at `start`: `entries_key` holds the entries, `extra` the result's
+    /// other members besides `revision`, `complete`, `next_cursor` and `notices`.
+    #[must_use]
+    pub fn page(&self, start: usize, limit: u64, entries_key: &str, extra: &Value) -> Value {
+        let limit = usize::try_from(limit).unwrap_or(100);
+        let mut result = serde_json::json!({
+            "revision": self.revision,
+            "complete": false,
+            "notices": self.notices,
+        });
+        if let (Some(o), Some(x)) = (result.as_object_mut(), extra.as_object()) {
+            o.extend(x.clone());
+            o.insert(entries_key.into(), Value::Array(Vec::new()));
+        }
+        let end = end(&self.entries, start, limit, base_bytes(result.clone()));
+        let next = cursor(end, self.entries.len(), &self.revision);
+        if let Some(o) = result.as_object_mut() {
+            o.insert(
+                entries_key.into(),
+                Value::Array(values(&self.entries[start..end])),
+            );
+            o.insert("complete".into(), Value::Bool(next.is_none()));
+            o.insert(
+                "next_cursor".into(),
+                next.map_or(Value::Null, Value::String),
+            );
+        }
+        result
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_only_within_their_snapshot() {
+        let c = cursor(3, 10, "rev").unwrap();
+        assert_eq!(parse_cursor(&c, "rev", 10), Some(3));
+        assert_eq!(parse_cursor(&c, "other", 10), None);
+        assert_eq!(parse_cursor(&c, "rev", 3), None);
+        assert_eq!(parse_cursor("0.rev", "rev", 10), None);
+        assert_eq!(cursor(10, 10, "rev"), None);
+    }
+
+    #[test]
+    fn pages_fit_bytes_and_limit() {
+        let entries: Vec<String> = (0..10).map(|_| "x".repeat(10_000)).collect();
+        assert_eq!(end(&entries, 0, 100, 100), 3);
+        assert_eq!(end(&entries, 0, 2, 100), 2);
+        assert_eq!(end(&entries, 9, 100, 100), 10);
+    }
+}

@@ -1,0 +1,285 @@
+//! The workers behind the engine: one initialization worker, one session/history worker, and
+//! cleanup. Every worker runs on its own thread; a panic is caught at the thread boundary and
+//! reported as a safe code.
+
+pub mod ops;
+pub mod shared;
+
+pub use shared::Shared;
+
+use crate::agent::{self, TurnCtx};
+use crate::session::{self, Selection};
+use crate::startup::{self, LaunchEnv};
+use crate::util::cancel::Cancel;
+use io_driver::{Backend, EventSink};
+use protocol_core::{ErrorCode, OpOutcome, Request, RequestId, WorkerCommand, WorkerEvent};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+struct Running {
+    cancel: Arc<Cancel>,
+    handle: JoinHandle<()>,
+}
+
+/// The backend that `serve --stdio` runs.
+pub struct Workers {
+    env: LaunchEnv,
+    shared: Arc<Shared>,
+    init: Option<Running>,
+    op: Option<(RequestId, Running)>,
+    /// The turn (admission and run), keyed by its `turn.start` request ID.
+    run: Option<(RequestId, Running)>,
+    finished: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Workers for a child launched with `env`.
+    #[must_use]
+    pub fn new(env: LaunchEnv) -> Self {
+        Self {
+            env,
+            shared: Arc::new(Shared::default()),
+            init: None,
+            op: None,
+            run: None,
+            finished: Vec::new(),
+        }
+    }
+
+    fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Option<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(f)
+            .ok()
+    }
+
+    /// Puts a started worker in its slot; the finished one it replaces is joined at cleanup.
+    fn keep(
+        slot: &mut Option<(RequestId, Running)>,
+        finished: &mut Vec<JoinHandle<()>>,
+        id: RequestId,
+        running: Running,
+    ) {
+        if let Some((_, old)) = slot.replace((id, running)) {
+            finished.push(old.handle);
+        }
+    }
+
+    fn start_init(&mut self, capabilities: Vec<String>, sink: &EventSink) {
+        let cancel = Arc::new(Cancel::default());
+        let (env, shared, c, s) = (
+            self.env.clone(),
+            self.shared.clone(),
+            cancel.clone(),
+            sink.clone(),
+        );
+        let handle = Self::spawn("mc-init", move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| startup::run(&env, &c, &capabilities)));
+            let ev = match outcome {
+                Ok(Ok(runtime)) => {
+                    // The startup selection is stored once, so every later view and
+                    // `selection.set` check sees the revision this readiness reports.
+                    let mut st = shared.sessions();
+                    st.selection = Some(Selection::startup(&runtime));
+                    let view = session::view(&runtime, &st);
+                    drop(st);
+                    *shared
+                        .runtime
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(runtime);
+                    WorkerEvent::InitReady { view }
+                }
+                Ok(Err(f)) => WorkerEvent::InitFailed {
+                    code: f.code,
+                    provider: None,
+                    model: None,
+                    context_id: f.context_id,
+                },
+                Err(_) => WorkerEvent::InitFailed {
+                    code: ErrorCode::StartupFailed,
+                    provider: None,
+                    model: None,
+                    context_id: None,
+                },
+            };
+            s.send(ev);
+        });
+        match handle {
+            Some(handle) => self.init = Some(Running { cancel, handle }),
+            None => {
+                sink.send(WorkerEvent::InitFailed {
+                    code: ErrorCode::StartupFailed,
+                    provider: None,
+                    model: None,
+                    context_id: None,
+                });
+            }
+        }
+    }
+
+    fn start_op(&mut self, id: RequestId, request: Request, sink: &EventSink) {
+        let cancel = Arc::new(Cancel::default());
+        let (c, s, shared, rid) = (
+            cancel.clone(),
+            sink.clone(),
+            self.shared.clone(),
+            id.clone(),
+        );
+        let handle = Self::spawn("mc-op", move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| ops::run(&shared, &c, &request)))
+                .unwrap_or(Err(ErrorCode::ExecutionFailed));
+            let (outcome, view) = match outcome {
+                Ok((v, view)) => (OpOutcome::Result(v), view),
+                Err(code) => (OpOutcome::Error(code), None),
+            };
+            s.send(WorkerEvent::OpDone {
+                id: rid,
+                outcome,
+                view,
+            });
+        });
+        match handle {
+            Some(handle) => Self::keep(
+                &mut self.op,
+                &mut self.finished,
+                id,
+                Running { cancel, handle },
+            ),
+            None => {
+                sink.send(WorkerEvent::OpDone {
+                    id,
+                    outcome: OpOutcome::Error(ErrorCode::Busy),
+                    view: None,
+                });
+            }
+        }
+    }
+
+    fn start_turn(&mut self, id: RequestId, session_id: String, prompt: String, sink: &EventSink) {
+        let cancel = Arc::new(Cancel::default());
+        let (c, s, shared, rid) = (
+            cancel.clone(),
+            sink.clone(),
+            self.shared.clone(),
+            id.clone(),
+        );
+        let handle = Self::spawn("mc-run", move || {
+            let sink2 = s.clone();
+            let rid2 = rid.clone();
+            let res = catch_unwind(AssertUnwindSafe(|| {
+                let Some(rt) = shared.runtime() else {
+                    s.send(WorkerEvent::TurnRejected {
+                        id: rid.clone(),
+                        code: ErrorCode::StartupFailed,
+                    });
+                    return;
+                };
+                let ctx = TurnCtx {
+                    rt,
+                    session: &shared.sessions,
+                    approvals: &shared.approvals,
+                    sink: &s,
+                    cancel: &c,
+                };
+                agent::run_turn(&ctx, rid, session_id, prompt);
+            }));
+            if res.is_err() {
+                // A panic before admission rejects the turn; after it the engine's closing
+                // deadline bounds the missing terminal.
+                sink2.send(WorkerEvent::TurnRejected {
+                    id: rid2,
+                    code: ErrorCode::ExecutionFailed,
+                });
+            }
+        });
+        match handle {
+            Some(handle) => Self::keep(
+                &mut self.run,
+                &mut self.finished,
+                id,
+                Running { cancel, handle },
+            ),
+            None => {
+                sink.send(WorkerEvent::TurnRejected {
+                    id,
+                    code: ErrorCode::Busy,
+                });
+            }
+        }
+    }
+
+    fn cleanup(&mut self, sink: &EventSink) {
+        let mut handles: Vec<JoinHandle<()>> = std::mem::take(&mut self.finished);
+        if let Some(r) = self.init.take() {
+            r.cancel.cancel();
+            handles.push(r.handle);
+        }
+        for (_, r) in self.op.take().into_iter().chain(self.run.take()) {
+            r.cancel.cancel();
+            handles.push(r.handle);
+        }
+        let s = sink.clone();
+        let shared = self.shared.clone();
+        let joined = Self::spawn("mc-cleanup", move || {
+            for h in handles {
+                let _ = h.join();
+            }
+            // Leases are released only after every worker stopped.
+            let mut st = shared.sessions();
+            st.attachment = None;
+            drop(st);
+            s.send(WorkerEvent::CleanupDone);
+        });
+        if joined.is_none() {
+            // Thread exhaustion: leave resources to process exit rather than block the loop.
+            sink.send(WorkerEvent::CleanupDone);
+        }
+    }
+}
+
+impl Backend for Workers {
+    fn handle(&mut self, cmd: WorkerCommand, sink: &EventSink) {
+        match cmd {
+            WorkerCommand::StartInit { capabilities } => self.start_init(capabilities, sink),
+            WorkerCommand::CancelStartup => {
+                if let Some(r) = &self.init {
+                    r.cancel.cancel();
+                }
+            }
+            WorkerCommand::StartOp { id, request } => self.start_op(id, request, sink),
+            WorkerCommand::CancelOp { id } => {
+                for (op_id, r) in self.op.iter().chain(self.run.iter()) {
+                    if *op_id == id {
+                        r.cancel.cancel();
+                    }
+                }
+            }
+            WorkerCommand::StartTurn {
+                id,
+                session_id,
+                prompt,
+            } => self.start_turn(id, session_id, prompt, sink),
+            WorkerCommand::CancelRun { .. } => {
+                // One run at a time: the engine checked the run ID.
+                if let Some((_, r)) = &self.run {
+                    r.cancel.cancel();
+                }
+            }
+            WorkerCommand::AnswerApproval {
+                id,
+                run_id,
+                approval_id,
+                allow,
+            } => {
+                let outcome = if self.shared.approvals.answer(&run_id, &approval_id, allow) {
+                    OpOutcome::Result(serde_json::json!({ "recorded": true }))
+                } else {
+                    OpOutcome::Error(ErrorCode::StaleApproval)
+                };
+                sink.send(WorkerEvent::Reply { id, outcome });
+            }
+            WorkerCommand::Cleanup => self.cleanup(sink),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! State shared between the workers of one child.
+
+use crate::agent::Approvals;
+use crate::runtime::Runtime;
+use crate::session::SessionState;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// State shared between workers.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// The admitted runtime, once initialization succeeded.
+    pub runtime: Mutex<Option<Runtime>>,
+    /// The attachment, selection and paged snapshots, owned by the session worker.
+    pub sessions: Mutex<SessionState>,
+    /// Approvals of the active run.
+    pub approvals: Approvals,
+}
+
+impl Shared {
+    /// The admitted runtime, if initialization succeeded.
+    #[must_use]
+    pub fn runtime(&self) -> Option<Runtime> {
+        self.runtime
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The session state, even if a panicking holder poisoned it.
+    pub fn sessions(&self) -> MutexGuard<'_, SessionState> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
