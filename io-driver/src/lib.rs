@@ -259,6 +259,7 @@ impl Loop {
                         }
                         return Ok(code);
                     }
+                    // `Output` is non_exhaustive: outputs added later are ignored here.
                     #[allow(unreachable_patterns)]
                     _ => {}
                 }

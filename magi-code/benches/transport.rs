@@ -8,6 +8,7 @@
 //!
 //! Run: `cargo bench -p magi-code --bench transport` (set `MC_BENCH_QUICK=1` for a short run).
 
+use magi_code::cli::client;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -16,20 +17,20 @@ const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
 const FLOOR: &str = env!("CARGO_BIN_EXE_mc-floor");
 
 fn req(id: &str, method: &str, params: &str) -> String {
-    format!(
-        r#"{{"protocol":"magi-code.local-agent","version":1,"id":"{id}","method":"{method}","params":{params}}}"#
-    ) + "\n"
+    let params: serde_json::Value = serde_json::from_str(params).expect("bench params");
+    client::request(id, method, &params) + "\n"
 }
 
 fn spawn(bin: &str, home: &std::path::Path) -> Child {
-    let mut c = Command::new(bin);
-    if bin == SERVER {
-        c.args(["serve", "--stdio"]);
-    }
+    let mut c = if bin == SERVER {
+        client::serve_command(std::path::Path::new(bin))
+    } else {
+        let mut c = Command::new(bin);
+        c.stdin(Stdio::piped()).stdout(Stdio::piped());
+        c
+    };
     c.env("MC_HOME", home)
         .current_dir(home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn")
@@ -228,12 +229,9 @@ struct Client {
 
 impl Client {
     fn start(home: &std::path::Path, cwd: &std::path::Path, caps: &str) -> Self {
-        let mut child = Command::new(SERVER)
-            .args(["serve", "--stdio"])
+        let mut child = client::serve_command(std::path::Path::new(SERVER))
             .env("MC_HOME", home)
             .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn");

@@ -151,6 +151,7 @@ impl Sim {
                 match o {
                     Output::Worker(cmd) => self.command(cmd),
                     Output::Exit { code } => self.exit = Some(code),
+                    // `Output` is non_exhaustive: outputs added later are ignored here.
                     #[allow(unreachable_patterns)]
                     _ => {}
                 }

@@ -175,6 +175,7 @@ impl Child {
             match o {
                 Output::Worker(c) => self.commands.push_back(c),
                 Output::Exit { code } => self.exit = Some(code),
+                // `Output` is non_exhaustive: outputs added later are ignored here.
                 #[allow(unreachable_patterns)]
                 _ => {}
             }

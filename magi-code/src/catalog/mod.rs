@@ -19,7 +19,13 @@ use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 
 fn page(s: &Snapshot, start: usize, limit: u64) -> Value {
-    s.page(start, limit, "choices", &json!({ "source": "cache_only" }))
+    s.page(
+        start,
+        limit,
+        protocol_core::limits::CATALOG_PAGE_BYTES,
+        "choices",
+        &json!({ "source": "cache_only" }),
+    )
 }
 
 /// `model.catalog`: a fresh snapshot in `slot` (the old one goes stale), or the page a

@@ -12,7 +12,7 @@ use std::path::Path;
 /// Largest settings file read.
 pub const SETTINGS_FILE_BYTES: u64 = 1 << 20;
 /// Providers in all, built-ins included.
-pub const MAX_PROVIDERS: usize = 32;
+pub const MAX_PROVIDERS: usize = protocol_core::limits::CATALOG_PROVIDERS;
 /// Longest scripted startup delay.
 pub const MAX_STARTUP_DELAY_MS: u64 = 10_000;
 /// The built-in providers.
@@ -240,7 +240,9 @@ fn interpret(m: &Map<String, Value>) -> R<Settings> {
     if let Some(v) = m.get("model") {
         s.model = string(v)?;
     }
-    if s.provider.len() > 256 || s.model.len() > 256 {
+    if s.provider.len() > protocol_core::limits::NAME_BYTES
+        || s.model.len() > protocol_core::limits::NAME_BYTES
+    {
         return Err(Invalid("name too long"));
     }
     if let Some(v) = m.get("effort") {

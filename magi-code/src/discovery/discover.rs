@@ -6,10 +6,9 @@ use crate::runtime::Runtime;
 use crate::store::{ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
 use crate::util::notice::Notice;
-use crate::util::paging::PAGE_BYTES;
 use protocol_core::limits::{
-    DISCOVERY_SCAN_BYTES, DISCOVERY_SCAN_LINES, DISCOVERY_SCAN_MS, DISCOVERY_SESSION_BYTES,
-    DISCOVERY_SESSION_LINES, DISCOVER_CANDIDATES,
+    DISCOVER_CANDIDATES, DISCOVER_PAGE_BYTES, DISCOVER_SCAN_BYTES, DISCOVER_SCAN_LINES,
+    DISCOVER_SCAN_MS, DISCOVER_SESSION_BYTES, DISCOVER_SESSION_LINES,
 };
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
@@ -59,11 +58,13 @@ pub fn discover(
         }
     }
     let candidates = heap.into_sorted_vec();
-    let limit = usize::try_from(limit).unwrap_or(100);
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut budget = Budget {
-        bytes: DISCOVERY_SCAN_BYTES,
-        lines: DISCOVERY_SCAN_LINES,
-        deadline: Instant::now() + Duration::from_millis(DISCOVERY_SCAN_MS),
+        bytes: DISCOVER_SCAN_BYTES,
+        lines: DISCOVER_SCAN_LINES,
+        file_bytes: DISCOVER_SESSION_BYTES,
+        file_lines: DISCOVER_SESSION_LINES,
+        deadline: Instant::now() + Duration::from_millis(DISCOVER_SCAN_MS),
     };
     let notices_base = [Notice::SessionsOmittedInvalid];
     let base = json!({ "sessions": [], "next_cursor": "x".repeat(protocol_core::limits::SESSION_ID_BYTES), "complete": false, "provisional": true, "notices": notices_base })
@@ -83,8 +84,8 @@ pub fn discover(
             return Err(ErrorCode::OperationCancelled);
         }
         if Instant::now() > budget.deadline
-            || budget.bytes < DISCOVERY_SESSION_BYTES
-            || budget.lines < DISCOVERY_SESSION_LINES
+            || budget.bytes < DISCOVER_SESSION_BYTES
+            || budget.lines < DISCOVER_SESSION_LINES
         {
             stopped_early = true;
             break;
@@ -92,7 +93,7 @@ pub fn discover(
         match examine(rt, attached, &sessions, id, &mut budget, None) {
             Ok(Examined::Entry(e)) => {
                 let add = e.to_string().len() + usize::from(!out.is_empty());
-                if size + add > PAGE_BYTES {
+                if size + add > DISCOVER_PAGE_BYTES {
                     stopped_early = true;
                     break;
                 }

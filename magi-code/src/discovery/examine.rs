@@ -6,7 +6,6 @@ use crate::runtime::Runtime;
 use crate::store::{self, ReadError, SessionId, Sessions};
 use crate::util::notice::Notice;
 use crate::util::time::rfc3339;
-use protocol_core::limits::{DISCOVERY_SESSION_BYTES, DISCOVERY_SESSION_LINES};
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -53,6 +52,10 @@ pub struct Budget {
     pub bytes: u64,
     /// History lines.
     pub lines: usize,
+    /// History bytes of one file (charged whole for a file that could not be read).
+    pub file_bytes: u64,
+    /// History lines of one file.
+    pub file_lines: usize,
     /// The cooperative deadline.
     pub deadline: Instant,
 }
@@ -76,8 +79,8 @@ pub fn examine(
     budget: &mut Budget,
     hasher: Option<&mut Sha256>,
 ) -> Result<Examined, ReadError> {
-    let per_file = DISCOVERY_SESSION_BYTES.min(budget.bytes);
-    let per_lines = DISCOVERY_SESSION_LINES.min(budget.lines);
+    let per_file = budget.file_bytes.min(budget.bytes);
+    let per_lines = budget.file_lines.min(budget.lines);
     let lease = sessions.lease_present(id);
     let mut reader = history::Reader::new(id, false);
     let mut consumed = (0u64, 0usize);
@@ -102,8 +105,8 @@ pub fn examine(
         Ok(s) => s,
         Err(ReadError::Unsafe) => {
             // No trustworthy consumed size: charge the whole per-file budget.
-            budget.bytes = budget.bytes.saturating_sub(DISCOVERY_SESSION_BYTES);
-            budget.lines = budget.lines.saturating_sub(DISCOVERY_SESSION_LINES);
+            budget.bytes = budget.bytes.saturating_sub(budget.file_bytes);
+            budget.lines = budget.lines.saturating_sub(budget.file_lines);
             if let Some(h) = hasher {
                 h.update(id.as_str().as_bytes());
                 h.update(b"\0unsafe\0");

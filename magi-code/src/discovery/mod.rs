@@ -14,7 +14,7 @@ use crate::util::paging::Snapshot;
 use examine::{examine, history_stem, inventory, Budget, Examined};
 use protocol_core::limits::{
     DISCOVERY_DIRECTORY_ENTRIES, DISCOVERY_SCAN_BYTES, DISCOVERY_SCAN_LINES, DISCOVERY_SCAN_MS,
-    DISCOVERY_SESSIONS,
+    DISCOVERY_SESSIONS, DISCOVERY_SESSION_BYTES, DISCOVERY_SESSION_LINES,
 };
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
@@ -43,6 +43,8 @@ fn scan_with(
     let mut budget = Budget {
         bytes: DISCOVERY_SCAN_BYTES,
         lines: DISCOVERY_SCAN_LINES,
+        file_bytes: DISCOVERY_SESSION_BYTES,
+        file_lines: DISCOVERY_SESSION_LINES,
         deadline: Instant::now() + Duration::from_millis(DISCOVERY_SCAN_MS),
     };
     let first = inventory(sessions.dir(), DISCOVERY_DIRECTORY_ENTRIES)?;
@@ -93,7 +95,13 @@ fn scan_with(
 }
 
 fn page(snap: &Snapshot, start: usize, limit: u64) -> Value {
-    snap.page(start, limit, "sessions", &json!({}))
+    snap.page(
+        start,
+        limit,
+        protocol_core::limits::DISCOVERY_PAGE_BYTES,
+        "sessions",
+        &json!({}),
+    )
 }
 
 /// `session.list`: a fresh snapshot in `slot` (the old one goes stale), or the page a

@@ -5,6 +5,7 @@ use crate::history::PAGE_ENTRIES;
 use crate::runtime::Runtime;
 use crate::store::Sessions;
 use crate::util::paging;
+use protocol_core::limits::HISTORY_PAGE_BYTES;
 use protocol_core::ErrorCode;
 use serde_json::json;
 use std::fs;
@@ -53,7 +54,7 @@ pub fn page(
     let base = paging::base_bytes(
         json!({ "session_id": session_id, "revision": snap.revision, "entries": [], "complete": false }),
     );
-    let end = paging::end(entries, start, PAGE_ENTRIES, base);
+    let end = paging::end(entries, start, PAGE_ENTRIES, base, HISTORY_PAGE_BYTES);
     let next = paging::cursor(end, entries.len(), &snap.revision);
     let complete = next.is_none() && snap.projection.complete;
     Ok((

@@ -1,11 +1,7 @@
-//! Paging of immutable snapshots (history, session list, catalog): one page fits 32,768
-//! serialized result bytes and its entry limit; cursors are `<index>.<revision>`.
+//! Paging of immutable snapshots (history, session list, catalog): one page fits its result
+//! byte bound and its entry limit; cursors are `<index>.<revision>`.
 
 use serde_json::Value;
-
-/// Largest serialized page result (`history_page_bytes`, `discovery_page_bytes`,
-/// `catalog_page_bytes`).
-pub const PAGE_BYTES: usize = 32_768;
 
 /// Serialized size of a result without entries, counting the widest possible cursor.
 #[must_use]
@@ -19,15 +15,15 @@ pub fn base_bytes(mut result_without_entries: Value) -> usize {
     result_without_entries.to_string().len()
 }
 
-/// The end of the page starting at `start`: as many serialized entries as fit `PAGE_BYTES`
+/// The end of the page starting at `start`: as many serialized entries as fit `max_bytes`
 /// (with `base` bytes of result around them) and `limit`.
 #[must_use]
-pub fn end(entries: &[String], start: usize, limit: usize, base: usize) -> usize {
+pub fn end(entries: &[String], start: usize, limit: usize, base: usize, max_bytes: usize) -> usize {
     let mut size = base;
     let mut end = start;
     while end < entries.len() && end - start < limit {
         let add = entries[end].len() + usize::from(end > start);
-        if size + add > PAGE_BYTES {
+        if size + add > max_bytes {
             break;
         }
         size += add;
@@ -105,11 +101,19 @@ impl Snapshot {
         ))
     }
 
-    /// The page starting at `start`: `entries_key` holds the entries, `extra` the result's
-    /// other members besides `revision`, `complete`, `next_cursor` and `notices`.
+    /// The page starting at `start`, at most `limit` entries and `max_bytes` serialized:
+    /// `entries_key` holds the entries, `extra` the result's other members besides
+    /// `revision`, `complete`, `next_cursor` and `notices`.
     #[must_use]
-    pub fn page(&self, start: usize, limit: u64, entries_key: &str, extra: &Value) -> Value {
-        let limit = usize::try_from(limit).unwrap_or(100);
+    pub fn page(
+        &self,
+        start: usize,
+        limit: u64,
+        max_bytes: usize,
+        entries_key: &str,
+        extra: &Value,
+    ) -> Value {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let mut result = serde_json::json!({
             "revision": self.revision,
             "complete": false,
@@ -119,7 +123,13 @@ impl Snapshot {
             o.extend(x.clone());
             o.insert(entries_key.into(), Value::Array(Vec::new()));
         }
-        let end = end(&self.entries, start, limit, base_bytes(result.clone()));
+        let end = end(
+            &self.entries,
+            start,
+            limit,
+            base_bytes(result.clone()),
+            max_bytes,
+        );
         let next = cursor(end, self.entries.len(), &self.revision);
         if let Some(o) = result.as_object_mut() {
             o.insert(
@@ -152,8 +162,14 @@ mod tests {
     #[test]
     fn pages_fit_bytes_and_limit() {
         let entries: Vec<String> = (0..10).map(|_| "x".repeat(10_000)).collect();
-        assert_eq!(end(&entries, 0, 100, 100), 3);
-        assert_eq!(end(&entries, 0, 2, 100), 2);
-        assert_eq!(end(&entries, 9, 100, 100), 10);
+        assert_eq!(end(&entries, 0, 100, 100, 32_768), 3);
+        assert_eq!(end(&entries, 0, 2, 100, 32_768), 2);
+        assert_eq!(end(&entries, 9, 100, 100, 32_768), 10);
+        // The byte bound at its edge: base + entry fits exactly; one byte less does not.
+        assert_eq!(end(&entries, 0, 100, 100, 10_099), 0);
+        assert_eq!(end(&entries, 0, 100, 100, 10_100), 1);
+        // A second entry costs its bytes and a comma.
+        assert_eq!(end(&entries, 0, 100, 100, 20_100), 1);
+        assert_eq!(end(&entries, 0, 100, 100, 20_101), 2);
     }
 }

@@ -2,7 +2,7 @@
 //! shaped like a credential.
 
 /// Longest provider/model name returned on the wire.
-pub const NAME_BYTES: usize = 256;
+pub const NAME_BYTES: usize = protocol_core::limits::NAME_BYTES;
 
 const SECRET_PREFIXES: &[&str] = &[
     "sk-",

@@ -44,7 +44,7 @@ pub fn live_chunks(text: &str, pieces: usize, max: usize) -> Vec<&str> {
 mod tests {
     use super::*;
 
-    const LIVE: usize = 4_000;
+    const LIVE: usize = protocol_core::limits::LIVE_CHUNK_BYTES;
 
     #[test]
     fn chunks_are_bounded_and_whole() {

@@ -5,15 +5,10 @@ use super::asserts::assert_keys;
 use super::spec::{OUTPUT_FRAME_BYTES, PROTOCOL};
 use serde_json::{json, Value};
 
-/// A request frame (without LF).
+/// A request frame (without LF), built by the crate's one client module.
 #[must_use]
 pub fn frame(id: &str, method: &str, params: &Value) -> String {
-    format!(
-        r#"{{"protocol":"{PROTOCOL}","version":1,"id":{},"method":{},"params":{}}}"#,
-        Value::from(id),
-        Value::from(method),
-        params
-    )
+    magi_code::cli::client::request(id, method, params)
 }
 
 /// A `status` request frame padded with spaces inside the JSON to exactly `len` bytes
