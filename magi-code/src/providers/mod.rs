@@ -2,7 +2,9 @@
 //! the run's thread; everything they parse is bounded.
 
 pub mod http;
+pub mod model;
 pub mod scripted;
+pub mod sse;
 pub mod target;
 
 pub use http::{stream, ProviderError};

@@ -1,0 +1,194 @@
+//! The provider seam: one provider-neutral conversation in, one stream of [`ModelEvent`]s out.
+//! The turn loop speaks only these types; each wire API (`anthropic.rs`, `openai_chat.rs`,
+//! `openai_responses.rs`) builds its request from a [`ModelRequest`] and decodes its stream
+//! into [`ModelEvent`]s with a sans-IO [`StreamDecoder`].
+
+pub use crate::history::replay::Item;
+use serde_json::Value;
+
+/// Which wire API a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireApi {
+    /// The Anthropic Messages API: `POST {base}/v1/messages`.
+    AnthropicMessages,
+    /// The OpenAI Responses API: `POST {base}/responses`.
+    OpenAiResponses,
+    /// OpenAI Chat Completions: `POST {base}/chat/completions`.
+    OpenAiChat,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Name (`read_file`, `mcp__fs__read`, ...).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its input object.
+    pub input_schema: Value,
+}
+
+/// How an Anthropic model takes effort (`backend.md` catalog field `thinking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Thinking {
+    /// `thinking: {type: "adaptive", display: "summarized"}` and `output_config.effort`.
+    #[default]
+    Adaptive,
+    /// `thinking: {type: "enabled", budget_tokens}` (older models).
+    Budget,
+}
+
+/// One step's request, provider-neutral.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    /// The model ID.
+    pub model: &'a str,
+    /// The provider (settings name) this step goes to: `ProviderItem`s of others are left out.
+    pub provider: &'a str,
+    /// The system prompt: base prompt and instructions.
+    pub instructions: &'a str,
+    /// The conversation so far, ending with the new input (and this turn's calls and results).
+    pub items: &'a [Item],
+    /// The tools offered.
+    pub tools: &'a [ToolSpec],
+    /// The effective explicit effort (`low` … `max`), `None` for `default` (no effort field).
+    pub effort: Option<&'a str>,
+    /// How an Anthropic model takes effort.
+    pub thinking: Thinking,
+    /// The output bound (`max_tokens` / `max_output_tokens`).
+    pub max_output_tokens: u64,
+}
+
+/// Why a step stopped, as the provider said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model finished its reply.
+    EndTurn,
+    /// The model wants tool results.
+    ToolUse,
+    /// The output bound cut the reply.
+    MaxTokens,
+    /// Anything else (content filter, refusal, ...).
+    Other,
+}
+
+/// One step's token usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Input tokens of the request.
+    pub input_tokens: u64,
+    /// Output tokens of the reply.
+    pub output_tokens: u64,
+    /// Cached input tokens, where reported.
+    pub cached_input_tokens: Option<u64>,
+}
+
+/// What a provider stream says, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// Assistant text to append to the current segment.
+    TextDelta(String),
+    /// A complete tool call (its input fully received).
+    ToolCall {
+        /// The provider's call ID.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Parsed input object, or the raw arguments text as a string if it is not one.
+        input: Value,
+    },
+    /// A complete reasoning summary the provider marks as one (Anthropic `thinking` text,
+    /// Responses `reasoning_summary_text`), keyed so a later one can replace it.
+    ReasoningSummary {
+        /// Stable within the step (block index or item ID plus summary index).
+        id: String,
+        /// The summary text.
+        text: String,
+    },
+    /// Opaque data to store and send back to this provider (see [`Item::ProviderItem`]).
+    ProviderItem(Value),
+    /// Token usage of the step (may come more than once; the last wins).
+    Usage(Usage),
+    /// The step ended normally.
+    Stop(StopReason),
+}
+
+/// Why a stream could not be decoded or what it reported instead of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// A malformed event or an impossible sequence (`provider_stream_invalid`).
+    Invalid,
+    /// The provider sent an error event (`provider_error`).
+    Remote,
+    /// The provider's error says the prompt does not fit the context (`context_overflow`).
+    ContextOverflow,
+}
+
+/// One dispatched server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseEvent {
+    /// The `event:` field, if any.
+    pub event: Option<String>,
+    /// The `data:` lines joined with LF.
+    pub data: String,
+}
+
+/// A sans-IO decoder of one wire API's stream: SSE events in, model events out.
+pub trait StreamDecoder {
+    /// Takes one event; returns what it completes.
+    fn event(&mut self, ev: &SseEvent) -> Result<Vec<ModelEvent>, DecodeError>;
+    /// Whether the stream's terminal event arrived (`message_stop`, `response.completed`,
+    /// `[DONE]`); events after it are ignored.
+    fn finished(&self) -> bool;
+}
+
+/// Whether a provider error's code or message names a context overflow (`runner.md` 7): the
+/// code `context_length_exceeded`, or a message containing "prompt is too long", "context
+/// length" or "context window", case-insensitively.
+#[must_use]
+pub fn is_overflow(code: Option<&str>, message: Option<&str>) -> bool {
+    if code == Some("context_length_exceeded") {
+        return true;
+    }
+    message.is_some_and(|m| {
+        let m = m.to_ascii_lowercase();
+        ["prompt is too long", "context length", "context window"]
+            .iter()
+            .any(|p| m.contains(p))
+    })
+}
+
+/// The tool input a model sent as arguments text: the parsed object, else the text itself.
+#[must_use]
+pub fn parse_arguments(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => Value::String(text.to_owned()),
+    }
+}
+
+/// The arguments text to send back for a stored input (see [`Item::ToolCall`]).
+#[must_use]
+pub fn arguments_text(input: &Value) -> String {
+    match input {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_and_arguments() {
+        assert!(is_overflow(Some("context_length_exceeded"), None));
+        assert!(is_overflow(None, Some("Prompt is too long: 300000 tokens")));
+        assert!(is_overflow(None, Some("exceeds the CONTEXT WINDOW")));
+        assert!(!is_overflow(Some("rate_limit"), Some("slow down")));
+        assert_eq!(parse_arguments("{\"a\":1}"), serde_json::json!({"a":1}));
+        assert_eq!(parse_arguments("[1]"), Value::String("[1]".into()));
+        assert_eq!(arguments_text(&Value::String("{bad".into())), "{bad");
+        assert_eq!(arguments_text(&serde_json::json!({"a":1})), "{\"a\":1}");
+    }
+}
