@@ -1,5 +1,6 @@
 //! Replay: the provider-neutral conversation rebuilt from stored records (`runner.md` 4), never
-//! from the display projection.
+//! from the display projection, and the tools it offers. Providers build their requests from
+//! these types; tools describe themselves with [`ToolSpec`].
 
 use serde_json::Value;
 
@@ -44,4 +45,15 @@ pub enum Item {
         /// The block or item, exactly as received.
         item: Value,
     },
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Name (`read_file`, `mcp__fs__read`, ...).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its input object.
+    pub input_schema: Value,
 }

@@ -1,8 +1,12 @@
 //! Model adapters: the offline `scripted` provider and the HTTP providers. HTTP requests block
 //! the run's thread; everything they parse is bounded.
 
+pub mod anthropic;
+pub mod fuzzing;
 pub mod http;
 pub mod model;
+pub mod openai_chat;
+pub mod openai_responses;
 pub mod scripted;
 pub mod sse;
 pub mod target;

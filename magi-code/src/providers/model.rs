@@ -3,7 +3,7 @@
 //! `openai_responses.rs`) builds its request from a [`ModelRequest`] and decodes its stream
 //! into [`ModelEvent`]s with a sans-IO [`StreamDecoder`].
 
-pub use crate::history::replay::Item;
+pub use crate::history::replay::{Item, ToolSpec};
 use serde_json::Value;
 
 /// Which wire API a provider speaks.
@@ -15,17 +15,6 @@ pub enum WireApi {
     OpenAiResponses,
     /// OpenAI Chat Completions: `POST {base}/chat/completions`.
     OpenAiChat,
-}
-
-/// A tool as the model sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// Name (`read_file`, `mcp__fs__read`, ...).
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON Schema of its input object.
-    pub input_schema: Value,
 }
 
 /// How an Anthropic model takes effort (`backend.md` catalog field `thinking`).

