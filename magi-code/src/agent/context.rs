@@ -1,32 +1,61 @@
-//! The provider conversation of a turn: the earlier user and assistant turns of the attachment.
+//! What a turn sends besides its new input: the replayed conversation, the system prompt and
+//! the tool list.
 
+use crate::history::{Item, ToolSpec};
+use crate::runtime::Runtime;
 use crate::session::SessionState;
 use serde_json::Value;
 
-/// The earlier user/assistant turns (role, text) of the attachment, from its current snapshot.
+/// The earlier conversation of the attachment.
+// Interim: rebuilt from the display projection (user and assistant text only) until replay
+// from stored records lands.
 #[must_use]
-pub fn conversation(st: &SessionState) -> Vec<(&'static str, String)> {
+pub fn replay(st: &SessionState) -> Vec<Item> {
     let Some(a) = &st.attachment else {
         return Vec::new();
     };
-    let mut out: Vec<(&'static str, String)> = Vec::new();
+    let mut out: Vec<Item> = Vec::new();
     let mut last_id = String::new();
     for e in &a.snapshot.projection.entries {
         let Ok(v) = serde_json::from_str::<Value>(e) else {
             continue;
         };
-        let role = match v["kind"].as_str() {
-            Some("user") => "user",
-            Some("assistant") => "assistant",
+        let user = match v["kind"].as_str() {
+            Some("user") => true,
+            Some("assistant") => false,
             _ => continue,
         };
         let id = v["message_id"].as_str().unwrap_or_default();
         let text = v["text"].as_str().unwrap_or_default();
         match out.last_mut() {
-            Some((r, t)) if id == last_id && *r == role => t.push_str(text),
-            _ => out.push((role, text.to_owned())),
+            Some(Item::User { text: t }) if id == last_id && user => t.push_str(text),
+            Some(Item::Assistant { text: t }) if id == last_id && !user => t.push_str(text),
+            _ if user => out.push(Item::User {
+                text: text.to_owned(),
+            }),
+            _ => out.push(Item::Assistant {
+                text: text.to_owned(),
+            }),
         }
         last_id = id.to_owned();
     }
     out
+}
+
+/// The system prompt: the runner's base prompt naming the workspace and its tools.
+#[must_use]
+pub fn instructions(rt: &Runtime) -> String {
+    format!(
+        "You are magi-code, a coding agent. You work in the folder {} on the user's machine, \
+         with the user's permissions. Use the tools to read, search, edit and run what the task \
+         needs; paths are relative to that folder unless absolute. Keep replies short and say \
+         what you changed.",
+        rt.cwd.display()
+    )
+}
+
+/// The tools offered to the model.
+#[must_use]
+pub fn tools() -> Vec<ToolSpec> {
+    Vec::new()
 }

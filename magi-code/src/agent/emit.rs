@@ -89,6 +89,15 @@ impl<'a> RunOutput<'a> {
         }
     }
 
+    /// Sends a `diagnostic` event (critical): a code and a fixed, sanitized summary.
+    pub fn diagnostic(&mut self, code: &str, summary: &str) {
+        let summary = crate::util::text::bounded(
+            &crate::util::redact::sanitize_text(summary),
+            protocol_core::limits::SUMMARY_BYTES,
+        );
+        self.critical("diagnostic", json!({ "code": code, "summary": summary }));
+    }
+
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
     pub fn delta(&self, message_id: &str, part: usize, text: &str) {
         let data = self.data(json!({ "message_id": message_id, "part": part, "text": text }));

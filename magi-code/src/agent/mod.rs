@@ -14,9 +14,12 @@ pub use approvals::{Approvals, Decision};
 pub use emit::{RunOutput, TurnCtx, CRITICAL_WAIT};
 pub use outcome::{Finished, Persistence, RunOutcome};
 
-use crate::providers::{self, load_script, Step};
+use crate::history::Item;
+use crate::providers::model::Thinking;
+use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
 use crate::session::{self, Selection};
 use protocol_core::{ErrorCode, RequestId, WorkerEvent};
+use turn_loop::{LoopParams, DEFAULT_MAX_STEPS};
 
 /// Admission of a turn: checks, then `TurnAdmitted`; runs it to `RunFinished` on this thread.
 pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: String) {
@@ -26,33 +29,33 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
             code,
         });
     };
-    let (selection, turns) = {
+    let (selection, turns, history) = {
         let st = ctx.state();
         match &st.attachment {
-            Some(a) if a.id.as_str() == session_id => (st.selection.clone(), a.turns),
+            Some(a) if a.id.as_str() == session_id => {
+                (st.selection.clone(), a.turns, context::replay(&st))
+            }
             Some(_) => return reject(ErrorCode::StaleSession),
             None => return reject(ErrorCode::SessionMissing),
         }
     };
     let rt = &ctx.rt;
     let selection = selection.unwrap_or_else(|| Selection::startup(rt));
-    let mut http = None;
-    let steps = match (selection.provider.as_str(), selection.model.as_str()) {
-        ("scripted", "echo") => vec![Step::Text(prompt.clone())],
-        ("scripted", "script") => {
-            let Some(script) = rt.settings.scripted_script.as_deref().and_then(load_script) else {
-                return reject(ErrorCode::ExecutionFailed);
-            };
-            script[turns % script.len()].clone()
-        }
-        (provider, model) => match providers::target(rt, provider, model) {
-            Some(t) => {
-                http = Some((t, context::conversation(&ctx.state())));
-                Vec::new()
+    let mut client: Box<dyn ModelClient> =
+        match (selection.provider.as_str(), selection.model.as_str()) {
+            ("scripted", "echo") => Box::new(ScriptedModel::echo(&prompt)),
+            ("scripted", "script") => {
+                let Some(script) = rt.settings.scripted_script.as_deref().and_then(load_script)
+                else {
+                    return reject(ErrorCode::ExecutionFailed);
+                };
+                Box::new(ScriptedModel::script(script[turns % script.len()].clone()))
             }
-            None => return reject(ErrorCode::ProviderUnavailable),
-        },
-    };
+            (provider, model) => match providers::target(rt, provider, model) {
+                Some(t) => Box::new(HttpModel::new(t)),
+                None => return reject(ErrorCode::ProviderUnavailable),
+            },
+        };
     if ctx.cancel.is_cancelled() {
         return reject(ErrorCode::OperationCancelled);
     }
@@ -62,11 +65,24 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         run_id: run_id.clone(),
     });
     let mut out = RunOutput::new(ctx, session_id, run_id);
-    let echo = selection.provider == "scripted" && selection.model == "echo";
+    let instructions = context::instructions(rt);
+    let tools = context::tools();
+    let effort = selection.effective_effort();
+    let params = LoopParams {
+        provider: &selection.provider,
+        model: &selection.model,
+        instructions: &instructions,
+        tools: &tools,
+        effort: effort.as_deref(),
+        thinking: Thinking::Adaptive,
+        max_output_tokens: providers::target::DEFAULT_MAX_OUTPUT_TOKENS,
+        max_steps: DEFAULT_MAX_STEPS,
+    };
+    let history: Vec<Item> = history;
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        turn_loop::execute(&mut out, &prompt, &steps, echo, http.as_ref())
+        turn_loop::execute(&mut out, client.as_mut(), &prompt, history, &params)
     }))
     .unwrap_or(Finished {
         outcome: RunOutcome::Failed,

@@ -29,14 +29,24 @@ fn activity(
     (event, record)
 }
 
+/// What the model gets back for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRun {
+    /// The bounded output, or a fixed short text saying why the call did not run.
+    pub output: String,
+    /// Whether the call failed, was refused or was cut short.
+    pub is_error: bool,
+}
+
 /// Runs one tool call, emitting `activity` (and `approval.requested`) events and adding its
-/// records; returns the tool's output for the model, or `None` when refused.
+/// activity records; returns what the model gets back. Refusals (unknown tool, policy, a
+/// denied or expired approval, cancellation) never run the tool and are error results.
 pub fn call(
     out: &mut RunOutput<'_>,
     name: &str,
     input: &Value,
     records: &mut Vec<Record>,
-) -> Option<String> {
+) -> ToolRun {
     let ctx = out.ctx;
     let activity_id = format!("t-{}", uuid::Uuid::new_v4().simple());
     let shown = safe_name(name).unwrap_or_else(|| "tool".into());
@@ -58,6 +68,8 @@ pub fn call(
     });
     let refused = match policy {
         None => Some("unknown tool"),
+        // Input that is not an object never reaches approval: it could not run anyway.
+        Some(_) if !input.is_object() => Some("invalid input: expected a JSON object"),
         Some(Policy::Deny) => Some("denied by policy"),
         Some(Policy::Allow) => None,
         Some(Policy::Ask) => {
@@ -73,14 +85,21 @@ pub fn call(
                 .wait(&approval_id, APPROVAL_EXPIRY, &|| cancel.is_cancelled())
             {
                 Decision::Allowed => None,
-                Decision::Denied => Some("approval denied"),
-                Decision::Expired => Some("approval expired"),
+                Decision::Denied => Some("denied by the user"),
+                Decision::Expired => Some("denied by the user (the approval expired)"),
                 Decision::Cancelled => Some("cancelled"),
             }
         }
     };
-    let (state, summary, output) = match refused {
-        Some(why) => (ActivityState::Failed, format!("{described}: {why}"), None),
+    let (state, summary, run) = match refused {
+        Some(why) => (
+            ActivityState::Failed,
+            format!("{described}: {why}"),
+            ToolRun {
+                output: why.to_owned(),
+                is_error: true,
+            },
+        ),
         None => {
             let o = tools::run(name, input, &ctx.rt.cwd, ctx.cancel);
             let state = if o.ok {
@@ -88,12 +107,16 @@ pub fn call(
             } else {
                 ActivityState::Failed
             };
-            (state, format!("{described}: {}", o.summary), Some(o.output))
+            let run = ToolRun {
+                output: o.output,
+                is_error: !o.ok,
+            };
+            (state, format!("{described}: {}", o.summary), run)
         }
     };
     let summary = bounded(&sanitize_text(&summary), SUMMARY_BYTES);
     let (event, record) = activity(out, &activity_id, state, &shown, &summary);
     out.critical("activity", event);
     records.push(record);
-    output
+    run
 }

@@ -1,37 +1,156 @@
-//! The body of one admitted run: the durable input, the provider's stream or the script's
-//! steps, tool calls between segments, and the durable terminal records.
+//! The body of one admitted run (`runner.md` 2): the durable input, then steps — one model
+//! request each, its text streamed, its tool calls run and answered — until a step calls no
+//! tool, then the durable terminal records.
 
 use super::emit::RunOutput;
 use super::outcome::{Finished, Persistence, RunOutcome};
 use super::segment::{close_segment, Segment};
-use crate::history::Body;
-use crate::providers::{self, ProviderError, Step, Target};
+use super::tool_call::{self, ToolRun};
+use crate::history::{Body, Item, Record, ToolSpec};
+use crate::providers::model::{StopReason, Thinking, Usage};
+use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
 use crate::session;
 use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::redact::sanitize_text;
 use protocol_core::limits::{RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
 use protocol_core::ErrorCode;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
-/// An HTTP provider target and the earlier conversation (role, text).
-pub type Http = (Target, Vec<(&'static str, String)>);
+/// Steps per turn unless settings say otherwise (`runner.max_steps`).
+pub const DEFAULT_MAX_STEPS: u32 = 200;
+
+/// What a turn sends besides the conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopParams<'a> {
+    /// The provider (settings name).
+    pub provider: &'a str,
+    /// The model.
+    pub model: &'a str,
+    /// Base prompt and instructions.
+    pub instructions: &'a str,
+    /// The tools offered.
+    pub tools: &'a [ToolSpec],
+    /// The effective explicit effort, `None` for `default`.
+    pub effort: Option<&'a str>,
+    /// How an Anthropic model takes effort.
+    pub thinking: Thinking,
+    /// The output bound of every request.
+    pub max_output_tokens: u64,
+    /// Steps per turn.
+    pub max_steps: u32,
+}
+
+/// One step's collected output.
+#[derive(Default)]
+struct StepOut {
+    /// Assistant-side items in the model's order; the text segment's place is `text_at`.
+    items: Vec<Item>,
+    text_at: Option<usize>,
+    calls: Vec<(String, String, Value)>,
+    usage: Option<Usage>,
+    stop: Option<StopReason>,
+    /// The run's content bound was reached (`content_limit`).
+    over: bool,
+}
+
+/// Feeds model events into the segment, the records and the step's output.
+struct Sink<'o, 'a> {
+    out: &'o mut RunOutput<'a>,
+    seg: &'o mut Segment,
+    records: &'o mut Vec<Record>,
+    step: &'o mut StepOut,
+    content: &'o mut usize,
+    segments: &'o mut usize,
+    provider: &'o str,
+}
+
+impl StepSink for Sink<'_, '_> {
+    fn event(&mut self, ev: ModelEvent) -> bool {
+        let run_id = self.out.run_id.clone();
+        match ev {
+            ModelEvent::TextDelta(t) => {
+                let t = sanitize_text(&t);
+                if t.is_empty() {
+                    return true;
+                }
+                if *self.content + t.len() > RUN_CONTENT_BYTES
+                    || (self.seg.text.is_empty() && *self.segments >= RUN_CONTENT_SEGMENTS)
+                {
+                    self.step.over = true;
+                    return false;
+                }
+                if self.seg.text.is_empty() {
+                    *self.segments += 1;
+                    self.step.text_at = Some(self.step.items.len());
+                    self.step.items.push(Item::Assistant {
+                        text: String::new(),
+                    });
+                }
+                *self.content += t.len();
+                self.seg.stream(self.out, &t, 1);
+            }
+            ModelEvent::ToolCall {
+                call_id,
+                name,
+                input,
+            } => {
+                self.step.items.push(Item::ToolCall {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                });
+                self.step.calls.push((call_id, name, input));
+            }
+            ModelEvent::ReasoningSummary { id, text } => {
+                self.records.push(self.out.record(Body::ReasoningSummary {
+                    run_id,
+                    text: sanitize_text(&text),
+                    item_id: Some(id),
+                    provider_summary: Some(true),
+                }));
+            }
+            ModelEvent::ProviderItem(item) => {
+                let provider = self.provider.to_owned();
+                self.records.push(self.out.record(Body::ProviderItem {
+                    run_id,
+                    provider: provider.clone(),
+                    item: item.clone(),
+                }));
+                self.step.items.push(Item::ProviderItem { provider, item });
+            }
+            ModelEvent::Usage(u) => self.step.usage = Some(u),
+            ModelEvent::Stop(r) => self.step.stop = Some(r),
+        }
+        true
+    }
+
+    fn retry(&mut self, attempt: u32, wait: Duration) {
+        let summary = format!(
+            "retrying the provider request in {} ms (retry {attempt} of {})",
+            wait.as_millis(),
+            crate::providers::http::MAX_RETRIES
+        );
+        self.out.diagnostic("provider_retry", &summary);
+    }
+}
+
+/// How the loop ended before the terminal records.
+enum End {
+    Completed,
+    Cancelled,
+    Failed(ErrorCode),
+}
 
 /// Runs an admitted turn to its terminal facts.
 pub fn execute(
     out: &mut RunOutput<'_>,
+    client: &mut dyn ModelClient,
     prompt: &str,
-    steps: &[Step],
-    echo: bool,
-    http: Option<&Http>,
+    history: Vec<Item>,
+    p: &LoopParams<'_>,
 ) -> Finished {
-    let finished = |outcome, persistence, revision, error_code| Finished {
-        outcome,
-        persistence,
-        revision,
-        error_code,
-    };
     let cancel = out.ctx.cancel;
     // Required input first: durable before any provider work.
     let input_id = format!("u-{}", uuid::Uuid::new_v4().simple());
@@ -41,110 +160,173 @@ pub fn execute(
         text: prompt.to_owned(),
     });
     if let Err(code) = out.append(&[user]) {
-        return finished(
-            RunOutcome::Failed,
-            Persistence::NotStarted,
-            None,
-            Some(code),
-        );
+        return Finished {
+            outcome: RunOutcome::Failed,
+            persistence: Persistence::NotStarted,
+            revision: None,
+            error_code: Some(code),
+        };
     }
-    let input_revision = fresh_revision();
     out.critical(
         "input.persisted",
-        json!({ "message_id": input_id, "durable": true, "revision": input_revision }),
+        json!({ "message_id": input_id, "durable": true, "revision": fresh_revision() }),
     );
 
-    let mut seg = Segment::new();
+    let mut items = history;
+    items.push(Item::User {
+        text: prompt.to_owned(),
+    });
+    let mut records: Vec<Record> = Vec::new();
     let mut content = 0usize;
     let mut segments = 0usize;
-    let mut records = Vec::new();
-    let mut failure: Option<ErrorCode> = None;
-    if let Some((target, history)) = http {
-        let mut messages: Vec<(&str, String)> =
-            history.iter().map(|(r, t)| (*r, t.clone())).collect();
-        messages.push(("user", prompt.to_owned()));
-        let mut over = false;
-        let streamed = providers::stream(target, &messages, cancel, &mut |chunk| {
-            let t = sanitize_text(chunk);
-            if content + t.len() > RUN_CONTENT_BYTES {
-                over = true;
-                return false;
-            }
-            content += t.len();
-            seg.stream(out, &t, 1);
-            true
-        });
-        if over {
-            failure = Some(ErrorCode::ContentLimit);
-        } else if matches!(streamed, Err(e) if e != ProviderError::Cancelled) {
-            failure = Some(ErrorCode::ExecutionFailed);
-        }
-    }
-    for step in steps {
-        if cancel.is_cancelled() {
+    let mut degraded = false;
+    let mut end = End::Failed(ErrorCode::ExecutionFailed);
+    let mut steps = 0u32;
+    loop {
+        if steps >= p.max_steps {
+            out.diagnostic(
+                "step_limit",
+                &format!("the turn reached its bound of {} steps", p.max_steps),
+            );
             break;
         }
-        match step {
-            Step::Text(t) => {
-                let t = sanitize_text(t);
-                if content + t.len() > RUN_CONTENT_BYTES
-                    || (seg.text.is_empty() && segments >= RUN_CONTENT_SEGMENTS)
-                {
-                    failure = Some(ErrorCode::ContentLimit);
-                    break;
-                }
-                if seg.text.is_empty() {
-                    segments += 1;
-                }
-                content += t.len();
-                seg.stream(out, &t, if echo { 3 } else { 1 });
-            }
-            Step::Sleep(ms) => {
-                cancel.sleep(Duration::from_millis(*ms));
-            }
-            Step::ReasoningSummary(s) => {
-                records.push(out.record(Body::ReasoningSummary {
-                    run_id: out.run_id.clone(),
-                    text: s.clone(),
-                    item_id: Some(format!("rs{}", records.len())),
-                    provider_summary: Some(true),
-                }));
-            }
-            Step::Tool { name, input } => {
-                // Tool calls separate assistant segments.
-                close_segment(out, &mut seg, false, &mut records);
-                super::tool_call::call(out, name, input, &mut records);
-            }
-            Step::Fail => {
-                failure = Some(ErrorCode::ExecutionFailed);
-                break;
-            }
+        steps += 1;
+        let mut seg = Segment::new();
+        let mut step = StepOut::default();
+        let req = ModelRequest {
+            model: p.model,
+            provider: p.provider,
+            instructions: p.instructions,
+            items: &items,
+            tools: p.tools,
+            effort: p.effort,
+            thinking: p.thinking,
+            max_output_tokens: p.max_output_tokens,
+        };
+        let result = {
+            let mut sink = Sink {
+                out,
+                seg: &mut seg,
+                records: &mut records,
+                step: &mut step,
+                content: &mut content,
+                segments: &mut segments,
+                provider: p.provider,
+            };
+            client.step(&req, cancel, &mut sink)
+        };
+        if let Some(u) = step.usage {
+            records.push(out.record(Body::Usage {
+                run_id: out.run_id.clone(),
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cached_input_tokens: u.cached_input_tokens,
+            }));
         }
+        let stopped = match result {
+            _ if out.output_lost => Some(End::Failed(ErrorCode::OutputUnavailable)),
+            _ if step.over => Some(End::Failed(ErrorCode::ContentLimit)),
+            Err(StepFailure::Cancelled) => Some(End::Cancelled),
+            _ if cancel.is_cancelled() => Some(End::Cancelled),
+            Err(f) => {
+                if let Some(code) = f.code() {
+                    out.diagnostic(code, &f.summary());
+                }
+                Some(End::Failed(ErrorCode::ExecutionFailed))
+            }
+            Ok(()) if step.calls.is_empty() => Some(End::Completed),
+            Ok(()) => None,
+        };
+        if let (Some(i), false) = (step.text_at, seg.text.is_empty()) {
+            step.items[i] = Item::Assistant {
+                text: seg.text.clone(),
+            };
+        }
+        if let Some(e) = stopped {
+            let partial = !matches!(e, End::Completed);
+            close_segment(out, &mut seg, partial, &mut records);
+            end = e;
+            break;
+        }
+        // Tool calls separate assistant segments: reconcile the text so far first.
+        close_segment(out, &mut seg, false, &mut records);
+        let results = run_calls(out, &step.calls, &mut records);
+        items.append(&mut step.items);
+        items.extend(results);
+        // Each tool step is durable before the next request: a crash leaves whole steps.
+        if out.append(&records).is_err() {
+            degraded = true;
+            end = End::Failed(ErrorCode::PersistenceFailed);
+            records.clear();
+            break;
+        }
+        records.clear();
     }
-    let cancelled = cancel.is_cancelled() && failure.is_none();
-    let complete = failure.is_none() && !cancelled;
-    close_segment(out, &mut seg, !complete, &mut records);
+    finish(out, end, records, degraded)
+}
+
+/// Runs a step's calls in the model's order; every call gets its result, also when the run
+/// is cancelled before it starts.
+fn run_calls(
+    out: &mut RunOutput<'_>,
+    calls: &[(String, String, Value)],
+    records: &mut Vec<Record>,
+) -> Vec<Item> {
+    let mut results = Vec::with_capacity(calls.len());
+    for (call_id, name, input) in calls {
+        records.push(out.record(Body::ToolCall {
+            run_id: out.run_id.clone(),
+            call_id: call_id.clone(),
+            name: name.clone(),
+            input: input.clone(),
+        }));
+        let run = if out.ctx.cancel.is_cancelled() {
+            ToolRun {
+                output: "cancelled: the call did not run".to_owned(),
+                is_error: true,
+            }
+        } else {
+            tool_call::call(out, name, input, records)
+        };
+        records.push(out.record(Body::ToolResult {
+            run_id: out.run_id.clone(),
+            call_id: call_id.clone(),
+            output: run.output.clone(),
+            is_error: run.is_error,
+        }));
+        results.push(Item::ToolResult {
+            call_id: call_id.clone(),
+            output: run.output,
+            is_error: run.is_error,
+        });
+    }
+    results
+}
+
+/// Appends the last records with `run_finished` and says what became of them.
+fn finish(out: &mut RunOutput<'_>, end: End, mut records: Vec<Record>, degraded: bool) -> Finished {
+    let (outcome, code) = match end {
+        End::Completed => (RunOutcome::Completed, None),
+        End::Cancelled => (RunOutcome::Cancelled, None),
+        End::Failed(c) => (RunOutcome::Failed, Some(c)),
+    };
     let (outcome, code) = if out.output_lost {
         (RunOutcome::Failed, Some(ErrorCode::OutputUnavailable))
-    } else if let Some(c) = failure {
-        (RunOutcome::Failed, Some(c))
-    } else if cancelled {
-        (RunOutcome::Cancelled, None)
     } else {
-        (RunOutcome::Completed, None)
+        (outcome, code)
     };
     records.push(out.record(Body::RunFinished {
         run_id: out.run_id.clone(),
         outcome,
         error_code: code.map(|c| c.as_str().to_owned()),
     }));
-    if out.append(&records).is_err() {
-        return finished(
+    if degraded || out.append(&records).is_err() {
+        return Finished {
             outcome,
-            Persistence::Degraded,
-            None,
-            code.or(Some(ErrorCode::PersistenceFailed)),
-        );
+            persistence: Persistence::Degraded,
+            revision: None,
+            error_code: code.or(Some(ErrorCode::PersistenceFailed)),
+        };
     }
     let revision = {
         let mut st = out.ctx.state();
@@ -154,5 +336,10 @@ pub fn execute(
     };
     // Every append succeeded: durable, even if the projection cannot be rebuilt (then the
     // revision is null and the client reopens explicitly).
-    finished(outcome, Persistence::Durable, revision, code)
+    Finished {
+        outcome,
+        persistence: Persistence::Durable,
+        revision,
+        error_code: code,
+    }
 }

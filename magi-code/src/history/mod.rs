@@ -7,6 +7,7 @@ pub mod replay;
 
 pub use projection::{chunk, Projection, Projector};
 pub use record::{ActivityKind, ActivityState, Body, HistoryError, Record, RunOutcome};
+pub use replay::{Item, ToolSpec};
 
 use crate::store::SessionId;
 use crate::util::time::parse_rfc3339;

@@ -92,18 +92,22 @@ impl Projector {
                 }
             },
             Body::AssistantMessage {
-                message_id, text, ..
+                message_id,
+                text,
+                partial,
+                ..
             } => match self.messages.get(message_id.as_str()) {
                 Some(&i) => {
                     if let Some(t) = text {
                         self.set_text(i, t.clone())?;
                     }
                     // Legacy output without text keeps its stored chunks.
-                    self.out[i].partial = false;
+                    self.out[i].partial = *partial;
                     self.out[i].reconciled = true;
                 }
                 None => {
-                    let mut l = Logical::new("assistant", text.clone().unwrap_or_default(), false);
+                    let mut l =
+                        Logical::new("assistant", text.clone().unwrap_or_default(), *partial);
                     l.reconciled = true;
                     let i = self.add(l)?;
                     self.messages.insert(message_id.clone(), i);
@@ -163,7 +167,13 @@ impl Projector {
                 let t = summary.as_deref().unwrap_or("history compacted").to_owned();
                 self.add(Logical::new("compaction", t, false))?;
             }
-            Body::SessionMeta {} | Body::SessionPreferences { .. } | Body::Title { .. } => {}
+            Body::SessionMeta {}
+            | Body::SessionPreferences { .. }
+            | Body::Title { .. }
+            | Body::ToolCall { .. }
+            | Body::ToolResult { .. }
+            | Body::ProviderItem { .. }
+            | Body::Usage { .. } => {}
         }
         Ok(())
     }

@@ -58,6 +58,9 @@ pub enum Body {
         /// The whole text; absent in legacy records, whose chunks stand.
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+        /// The reply was cut short by failure or cancellation (written only when true).
+        #[serde(skip_serializing_if = "is_false")]
+        partial: bool,
     },
     /// A reasoning summary.
     ReasoningSummary {
@@ -110,6 +113,49 @@ pub enum Body {
         /// A title chosen with it.
         #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<String>,
+    },
+    /// A tool call the model made (replayed, never projected).
+    ToolCall {
+        /// The turn.
+        run_id: String,
+        /// The provider's call ID.
+        call_id: String,
+        /// The tool name as offered.
+        name: String,
+        /// The input object, or the raw arguments text when it was not one.
+        input: Value,
+    },
+    /// The result sent back for a call (replayed, never projected).
+    ToolResult {
+        /// The turn.
+        run_id: String,
+        /// The call it answers.
+        call_id: String,
+        /// The bounded output the model saw.
+        output: String,
+        /// Whether the call failed, was refused or was cut short.
+        is_error: bool,
+    },
+    /// Opaque data a provider needs back (replayed to that provider only, never projected).
+    ProviderItem {
+        /// The turn.
+        run_id: String,
+        /// The provider that produced it.
+        provider: String,
+        /// The block or item as received.
+        item: Value,
+    },
+    /// One step's token usage (never projected).
+    Usage {
+        /// The turn.
+        run_id: String,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Cached input tokens, where reported.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cached_input_tokens: Option<u64>,
     },
     /// The end of a turn.
     RunFinished {
@@ -185,6 +231,29 @@ impl RunOutcome {
 
 type Parsed<T> = Result<T, HistoryError>;
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A required member of any JSON type.
+fn any(m: &mut Fields, k: &str) -> Parsed<Value> {
+    take(m, k).ok_or(HistoryError::Invalid)
+}
+
+/// A required non-negative integer.
+fn count(m: &mut Fields, k: &str) -> Parsed<u64> {
+    take(m, k).and_then(|v| v.as_u64()).ok_or(HistoryError::Invalid)
+}
+
+/// An optional non-negative integer (absent or `null` is `None`).
+fn opt_count(m: &mut Fields, k: &str) -> Parsed<Option<u64>> {
+    match take(m, k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or(HistoryError::Invalid),
+    }
+}
+
 /// A record's members in a flat list: a record has about ten, so a scan beats the map's
 /// rebalancing on removal.
 type Fields = Vec<(String, Value)>;
@@ -254,6 +323,7 @@ impl Body {
                 run_id: req(m, "run_id")?,
                 message_id: req(m, "message_id")?,
                 text: opt(m, "text")?,
+                partial: present_bool(m, "partial")?.unwrap_or(false),
             },
             "reasoning_summary" => Self::ReasoningSummary {
                 run_id: req(m, "run_id")?,
@@ -287,6 +357,32 @@ impl Body {
             "compaction" => Self::Compaction {
                 summary: opt(m, "summary")?,
                 title: opt(m, "title")?,
+            },
+            "tool_call" => Self::ToolCall {
+                run_id: req(m, "run_id")?,
+                call_id: req(m, "call_id")?,
+                name: req(m, "name")?,
+                input: any(m, "input")?,
+            },
+            "tool_result" => Self::ToolResult {
+                run_id: req(m, "run_id")?,
+                call_id: req(m, "call_id")?,
+                output: req(m, "output")?,
+                is_error: match take(m, "is_error") {
+                    Some(Value::Bool(b)) => b,
+                    _ => return Err(HistoryError::Invalid),
+                },
+            },
+            "provider_item" => Self::ProviderItem {
+                run_id: req(m, "run_id")?,
+                provider: req(m, "provider")?,
+                item: any(m, "item")?,
+            },
+            "usage" => Self::Usage {
+                run_id: req(m, "run_id")?,
+                input_tokens: count(m, "input_tokens")?,
+                output_tokens: count(m, "output_tokens")?,
+                cached_input_tokens: opt_count(m, "cached_input_tokens")?,
             },
             "run_finished" => Self::RunFinished {
                 run_id: req(m, "run_id")?,
@@ -354,6 +450,10 @@ impl Record {
             | Body::AssistantMessage { run_id, .. }
             | Body::ReasoningSummary { run_id, .. }
             | Body::Activity { run_id, .. }
+            | Body::ToolCall { run_id, .. }
+            | Body::ToolResult { run_id, .. }
+            | Body::ProviderItem { run_id, .. }
+            | Body::Usage { run_id, .. }
             | Body::RunFinished { run_id, .. } => Some(run_id),
             _ => None,
         }

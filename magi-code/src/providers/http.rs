@@ -1,146 +1,290 @@
-//! Streaming one reply over SSE with ureq on the run's thread: the OpenAI Chat Completions
-//! API (and configured OpenAI-compatible servers) and the Anthropic Messages API.
+//! One step over HTTP: the wire API's request, streamed back over SSE with ureq on the run's
+//! thread, decoded sans-IO, with retries (`runner.md` 5) and cancellation that closes the
+//! connection at once.
 
-use super::target::{Api, Target};
+use super::model::{
+    DecodeError, ModelClient, ModelRequest, StepFailure, StepSink, StreamDecoder, WireApi,
+};
+use super::sse::SseDecoder;
+use super::target::Target;
+use super::{anthropic, openai_chat, openai_responses};
 use crate::util::cancel::Cancel;
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read};
+use serde_json::Value;
+use std::io::Read;
 use std::time::Duration;
 
-/// Longest SSE line accepted.
-pub const SSE_LINE_BYTES: usize = 1 << 20;
 /// Most response bytes read from one stream.
 pub const STREAM_BYTES: u64 = 64 << 20;
 /// Idle guard between two reads of a stream.
 pub const READ_IDLE: Duration = Duration::from_secs(60);
+/// Time to connect.
+pub const CONNECT: Duration = Duration::from_secs(10);
+/// Time to the response head.
+pub const RESPONSE_HEAD: Duration = Duration::from_secs(120);
+/// Retries of one step's request at most.
+pub const MAX_RETRIES: u32 = 4;
+/// The first retry's base wait; each later one doubles it.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// Longest `retry-after` honoured.
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
+/// Most bytes of an error body read to classify it.
+const ERROR_BODY_BYTES: u64 = 64 << 10;
 
-/// Why a stream failed; all become `execution_failed` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderError {
-    /// Connecting or reading failed or timed out.
-    Transport,
-    /// The provider answered an HTTP error status.
-    Status,
-    /// The stream was malformed or over its bounds.
-    Protocol,
-    /// The provider reported an error event.
-    Remote,
-    /// The run was cancelled.
-    Cancelled,
+/// Statuses retried (`runner.md` 5).
+const RETRY_STATUSES: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
+
+/// A wire API's parts: request path, body builder, stream decoder, overflow check of an
+/// error body.
+struct Wire {
+    path: &'static str,
+    body: fn(&ModelRequest<'_>) -> Value,
+    decoder: fn() -> Box<dyn StreamDecoder>,
+    overflow: fn(&[u8]) -> bool,
 }
 
-/// Streams one reply for `messages` (`role`, `text` pairs ending with the new user prompt),
-/// calling `on_text` for every text delta; `on_text` returning false stops the stream.
-pub fn stream(
-    t: &Target,
-    messages: &[(&str, String)],
-    cancel: &Cancel,
-    on_text: &mut dyn FnMut(&str) -> bool,
-) -> Result<(), ProviderError> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(10)))
-        .timeout_recv_response(Some(Duration::from_secs(120)))
-        .timeout_per_read(Some(READ_IDLE))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let msgs: Vec<Value> = messages
-        .iter()
-        .map(|(r, c)| json!({"role": r, "content": c}))
-        .collect();
-    let (url, body) = match t.api {
-        Api::OpenAi => (
-            format!("{}/chat/completions", t.base_url),
-            json!({"model": t.model, "messages": msgs, "stream": true}),
-        ),
-        Api::Anthropic => (
-            format!("{}/v1/messages", t.base_url),
-            json!({"model": t.model, "messages": msgs, "stream": true, "max_tokens": 4096}),
-        ),
-    };
-    let req = t.authorize(
-        agent
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream"),
-    );
-    if cancel.is_cancelled() {
-        return Err(ProviderError::Cancelled);
+fn wire(api: WireApi) -> Wire {
+    match api {
+        WireApi::AnthropicMessages => Wire {
+            path: anthropic::PATH,
+            body: anthropic::request_body,
+            decoder: || Box::new(anthropic::Decoder::default()),
+            overflow: anthropic::error_body_is_overflow,
+        },
+        WireApi::OpenAiChat => Wire {
+            path: openai_chat::PATH,
+            body: openai_chat::request_body,
+            decoder: || Box::new(openai_chat::Decoder::default()),
+            overflow: openai_chat::error_body_is_overflow,
+        },
+        WireApi::OpenAiResponses => Wire {
+            path: openai_responses::PATH,
+            body: openai_responses::request_body,
+            decoder: || Box::new(openai_responses::Decoder::default()),
+            overflow: openai_responses::error_body_is_overflow,
+        },
     }
-    let resp = req
-        .send(body.to_string().as_bytes())
-        .map_err(|_| ProviderError::Transport)?;
-    if !resp.status().is_success() {
-        return Err(ProviderError::Status);
+}
+
+/// How one attempt ended, when not with a complete step.
+enum Attempt {
+    /// Worth retrying, after the server's `retry-after` if it gave one.
+    Retry(StepFailure, Option<Duration>),
+    /// Final.
+    Fail(StepFailure),
+}
+
+/// An HTTP provider as a [`ModelClient`].
+#[derive(Debug)]
+pub struct HttpModel {
+    target: Target,
+}
+
+impl HttpModel {
+    /// A client for `target`.
+    #[must_use]
+    pub fn new(target: Target) -> Self {
+        Self { target }
     }
-    let reader = resp.into_body().into_reader().take(STREAM_BYTES);
-    let mut lines = BufReader::new(reader);
-    let mut line = Vec::new();
-    let mut data = String::new();
-    loop {
-        if cancel.is_cancelled() {
-            return Err(ProviderError::Cancelled);
-        }
-        line.clear();
-        let n = (&mut lines)
-            .take(SSE_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(|_| ProviderError::Transport)?;
-        if n == 0 {
-            // The stream ended without its terminator.
-            return Err(ProviderError::Protocol);
-        }
-        if line.len() > SSE_LINE_BYTES {
-            return Err(ProviderError::Protocol);
-        }
-        let text = std::str::from_utf8(&line)
-            .map_err(|_| ProviderError::Protocol)?
-            .trim_end_matches(['\n', '\r']);
-        if let Some(d) = text.strip_prefix("data:") {
-            if !data.is_empty() {
-                data.push('\n');
+
+    fn attempt(
+        &self,
+        wire: &Wire,
+        body: &str,
+        cancel: &Cancel,
+        sink: &mut dyn StepSink,
+    ) -> Result<(), Attempt> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(CONNECT))
+            .timeout_recv_response(Some(RESPONSE_HEAD))
+            .timeout_per_read(Some(READ_IDLE))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        // Cancellation closes the connection: a blocked read returns at once.
+        let closer = agent.clone();
+        let _hook = cancel.on_cancel(move || closer.clone().shutdown());
+        let cancelled = || Attempt::Fail(StepFailure::Cancelled);
+        let url = format!("{}{}", self.target.base_url, wire.path);
+        let req = self.target.authorize(
+            agent
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "text/event-stream"),
+        );
+        let resp = match req.send(body.as_bytes()) {
+            Ok(r) => r,
+            Err(_) if cancel.is_cancelled() => return Err(cancelled()),
+            Err(_) => return Err(Attempt::Retry(StepFailure::Unreachable, None)),
+        };
+        let status = resp.status().as_u16();
+        if status != 200 {
+            let after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| retry_after(v, crate::util::time::now_ms()));
+            if matches!(status, 401 | 403) {
+                return Err(Attempt::Fail(StepFailure::Auth));
             }
-            data.push_str(d.strip_prefix(' ').unwrap_or(d));
-            continue;
+            if RETRY_STATUSES.contains(&status) {
+                return Err(Attempt::Retry(StepFailure::Status(status), after));
+            }
+            let mut err = Vec::new();
+            let _ = resp
+                .into_body()
+                .into_reader()
+                .take(ERROR_BODY_BYTES)
+                .read_to_end(&mut err);
+            if status == 400 && (wire.overflow)(&err) {
+                return Err(Attempt::Fail(StepFailure::ContextOverflow));
+            }
+            return Err(Attempt::Fail(StepFailure::Status(status)));
         }
-        if !text.is_empty() || data.is_empty() {
-            // `event:`, `id:`, comments and blank keep-alives carry nothing we need.
-            continue;
-        }
-        // A blank line dispatches the event.
-        let payload = std::mem::take(&mut data);
-        match t.api {
-            Api::OpenAi => {
-                if payload == "[DONE]" {
-                    return Ok(());
-                }
-                let v: Value =
-                    serde_json::from_str(&payload).map_err(|_| ProviderError::Protocol)?;
-                if v.get("error").is_some() {
-                    return Err(ProviderError::Remote);
-                }
-                if let Some(c) = v["choices"][0]["delta"]["content"].as_str() {
-                    if !c.is_empty() && !on_text(c) {
+        let mut reader = resp.into_body().into_reader().take(STREAM_BYTES + 1);
+        let mut sse = SseDecoder::new();
+        let mut decoder = (wire.decoder)();
+        let mut buf = vec![0u8; 16 << 10];
+        let mut seen_event = false;
+        let mut total = 0u64;
+        loop {
+            let n = match reader.read(&mut buf) {
+                _ if cancel.is_cancelled() => return Err(cancelled()),
+                Ok(n) => n,
+                // Before any event a broken connection is worth another try.
+                Err(_) if !seen_event => return Err(Attempt::Retry(StepFailure::Unreachable, None)),
+                Err(_) => return Err(Attempt::Fail(StepFailure::Unreachable)),
+            };
+            if n == 0 {
+                return Err(if seen_event {
+                    Attempt::Fail(StepFailure::StreamInvalid)
+                } else {
+                    Attempt::Retry(StepFailure::StreamInvalid, None)
+                });
+            }
+            total += n as u64;
+            if total > STREAM_BYTES {
+                return Err(Attempt::Fail(StepFailure::StreamInvalid));
+            }
+            let events = sse
+                .feed(&buf[..n])
+                .map_err(|_| Attempt::Fail(StepFailure::StreamInvalid))?;
+            for ev in events {
+                seen_event = true;
+                let decoded = decoder.event(&ev).map_err(|e| {
+                    Attempt::Fail(match e {
+                        DecodeError::Invalid => StepFailure::StreamInvalid,
+                        DecodeError::Remote => StepFailure::Remote,
+                        DecodeError::ContextOverflow => StepFailure::ContextOverflow,
+                    })
+                })?;
+                for m in decoded {
+                    if !sink.event(m) {
                         return Ok(());
                     }
                 }
-            }
-            Api::Anthropic => {
-                let v: Value =
-                    serde_json::from_str(&payload).map_err(|_| ProviderError::Protocol)?;
-                match v["type"].as_str() {
-                    Some("content_block_delta") => {
-                        if let Some(c) = v["delta"]["text"].as_str() {
-                            if !c.is_empty() && !on_text(c) {
-                                return Ok(());
-                            }
-                        }
-                    }
-                    Some("message_stop") => return Ok(()),
-                    Some("error") => return Err(ProviderError::Remote),
-                    _ => {}
+                if decoder.finished() {
+                    return Ok(());
                 }
             }
         }
+    }
+}
+
+impl ModelClient for HttpModel {
+    fn step(
+        &mut self,
+        req: &ModelRequest<'_>,
+        cancel: &Cancel,
+        sink: &mut dyn StepSink,
+    ) -> Result<(), StepFailure> {
+        let wire = wire(self.target.wire);
+        let body = (wire.body)(req).to_string();
+        let mut retries = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Err(StepFailure::Cancelled);
+            }
+            match self.attempt(&wire, &body, cancel, sink) {
+                Ok(()) => return Ok(()),
+                Err(Attempt::Retry(_, after)) if retries < MAX_RETRIES => {
+                    let wait = after.unwrap_or_else(|| backoff(retries, jitter()));
+                    retries += 1;
+                    sink.retry(retries, wait);
+                    if !cancel.sleep(wait) {
+                        return Err(StepFailure::Cancelled);
+                    }
+                }
+                Err(Attempt::Retry(f, _) | Attempt::Fail(f)) => {
+                    return Err(if cancel.is_cancelled() {
+                        StepFailure::Cancelled
+                    } else {
+                        f
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A random factor in [-1, 1] for the backoff's ±20%.
+fn jitter() -> f64 {
+    let r = uuid::Uuid::new_v4().as_u128() as u64 % 2_001;
+    (r as f64 - 1_000.0) / 1_000.0
+}
+
+/// The wait before retry `n` (from 0): 500 ms × 2^n, moved by up to ±20% (`jitter` in
+/// [-1, 1]).
+#[must_use]
+pub fn backoff(n: u32, jitter: f64) -> Duration {
+    let base = BACKOFF_BASE.as_secs_f64() * f64::from(1u32 << n.min(16));
+    Duration::from_secs_f64(base * (1.0 + 0.2 * jitter.clamp(-1.0, 1.0)))
+}
+
+/// A `retry-after` value (delay seconds or an HTTP date) as a wait from `now_ms`, at most
+/// [`RETRY_AFTER_MAX`]; `None` if it is neither.
+#[must_use]
+pub fn retry_after(value: &str, now_ms: i64) -> Option<Duration> {
+    let v = value.trim();
+    let wait = if let Ok(secs) = v.parse::<u64>() {
+        Duration::from_secs(secs)
+    } else {
+        let at = crate::util::time::parse_http_date(v)?;
+        Duration::from_millis(u64::try_from(at - now_ms).unwrap_or(0))
+    };
+    Some(wait.min(RETRY_AFTER_MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_twenty_percent() {
+        assert_eq!(backoff(0, 0.0), Duration::from_millis(500));
+        assert_eq!(backoff(3, 0.0), Duration::from_millis(4_000));
+        assert_eq!(backoff(1, 1.0), Duration::from_millis(1_200));
+        assert_eq!(backoff(1, -1.0), Duration::from_millis(800));
+        for _ in 0..100 {
+            let j = jitter();
+            assert!((-1.0..=1.0).contains(&j));
+        }
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        assert_eq!(retry_after("3", 0), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after("60", 0), Some(Duration::from_secs(60)));
+        assert_eq!(retry_after("61", 0), Some(Duration::from_secs(60)), "capped");
+        let now = crate::util::time::parse_rfc3339("2026-12-01T08:00:00Z").unwrap();
+        assert_eq!(
+            retry_after("Tue, 01 Dec 2026 08:00:05 GMT", now),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            retry_after("Tue, 01 Dec 2026 07:59:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date in the past means now"
+        );
+        assert_eq!(retry_after("soon", now), None);
     }
 }

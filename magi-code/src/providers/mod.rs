@@ -11,6 +11,7 @@ pub mod scripted;
 pub mod sse;
 pub mod target;
 
-pub use http::{stream, ProviderError};
-pub use scripted::{load_script, Step};
+pub use http::HttpModel;
+pub use model::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink, WireApi};
+pub use scripted::{load_script, ScriptedModel, Step};
 pub use target::{api_key, provider_ready, target, Api, Target};

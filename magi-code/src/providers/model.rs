@@ -165,6 +165,78 @@ pub fn arguments_text(input: &Value) -> String {
     }
 }
 
+/// Why a step failed; each is one `diagnostic` code before `execution_failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepFailure {
+    /// The run was cancelled (not a failure of the run: it finishes `cancelled`).
+    Cancelled,
+    /// Connect, DNS or timeout (`provider_unreachable`).
+    Unreachable,
+    /// 401 or 403 (`provider_auth`).
+    Auth,
+    /// Another HTTP status (`provider_status`).
+    Status(u16),
+    /// A malformed stream, or one that ended before its terminal (`provider_stream_invalid`).
+    StreamInvalid,
+    /// The provider sent an error (`provider_error`).
+    Remote,
+    /// The prompt does not fit the model's context (`context_overflow`).
+    ContextOverflow,
+    /// The scripted provider's `fail` step (`provider_error`).
+    Scripted,
+}
+
+impl StepFailure {
+    /// The `diagnostic` code, `None` for cancellation.
+    #[must_use]
+    pub const fn code(self) -> Option<&'static str> {
+        Some(match self {
+            Self::Cancelled => return None,
+            Self::Unreachable => "provider_unreachable",
+            Self::Auth => "provider_auth",
+            Self::Status(_) => "provider_status",
+            Self::StreamInvalid => "provider_stream_invalid",
+            Self::Remote | Self::Scripted => "provider_error",
+            Self::ContextOverflow => "context_overflow",
+        })
+    }
+
+    /// A fixed, safe one-line summary (never a provider body).
+    #[must_use]
+    pub fn summary(self) -> String {
+        match self {
+            Self::Cancelled => "cancelled".to_owned(),
+            Self::Unreachable => "the provider could not be reached".to_owned(),
+            Self::Auth => "the provider refused the credentials".to_owned(),
+            Self::Status(n) => format!("the provider answered HTTP status {n}"),
+            Self::StreamInvalid => "the provider's stream was malformed or cut short".to_owned(),
+            Self::Remote => "the provider reported an error".to_owned(),
+            Self::ContextOverflow => "the conversation does not fit the model's context".to_owned(),
+            Self::Scripted => "the scripted provider failed the step".to_owned(),
+        }
+    }
+}
+
+/// Where a step's events go.
+pub trait StepSink {
+    /// One model event; false stops the step (the run's content bound was reached).
+    fn event(&mut self, ev: ModelEvent) -> bool;
+    /// A retry of the step's request is about to wait `wait` (attempt counts from 1).
+    fn retry(&mut self, attempt: u32, wait: std::time::Duration);
+}
+
+/// One provider, as the turn loop drives it: each call is one step (one request).
+pub trait ModelClient {
+    /// Streams one step of `req` into `sink`; returns how it ended. Cancellation ends it
+    /// within 500 ms even while the provider is silent.
+    fn step(
+        &mut self,
+        req: &ModelRequest<'_>,
+        cancel: &crate::util::cancel::Cancel,
+        sink: &mut dyn StepSink,
+    ) -> Result<(), StepFailure>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

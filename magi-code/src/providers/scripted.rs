@@ -1,8 +1,12 @@
 //! The offline `scripted` provider: `echo` and the steps of a script file.
 
+use super::model::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink, StopReason};
 use crate::store;
+use crate::util::cancel::Cancel;
+use crate::util::text::live_chunks;
 use protocol_core::json::parse_strict;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 /// Largest script file read.
 pub const SCRIPT_BYTES: u64 = 1 << 20;
@@ -79,4 +83,97 @@ pub fn load_script(path: &str) -> Option<Vec<Vec<Step>>> {
                 .collect()
         })
         .collect()
+}
+
+/// The `scripted` provider as a [`ModelClient`]: each step plays the script until its next
+/// tool call (which ends the step, as a model's tool use does) or its end.
+#[derive(Debug)]
+pub struct ScriptedModel {
+    steps: Vec<Step>,
+    pos: usize,
+    /// `echo` streams its text as several deltas.
+    echo: bool,
+    calls: usize,
+}
+
+impl ScriptedModel {
+    /// `echo`: the reply is exactly `prompt`.
+    #[must_use]
+    pub fn echo(prompt: &str) -> Self {
+        Self {
+            steps: vec![Step::Text(prompt.to_owned())],
+            pos: 0,
+            echo: true,
+            calls: 0,
+        }
+    }
+
+    /// `script`: the steps of one turn.
+    #[must_use]
+    pub fn script(steps: Vec<Step>) -> Self {
+        Self {
+            steps,
+            pos: 0,
+            echo: false,
+            calls: 0,
+        }
+    }
+}
+
+impl ModelClient for ScriptedModel {
+    fn step(
+        &mut self,
+        _req: &ModelRequest<'_>,
+        cancel: &Cancel,
+        sink: &mut dyn StepSink,
+    ) -> Result<(), StepFailure> {
+        while let Some(step) = self.steps.get(self.pos).cloned() {
+            if cancel.is_cancelled() {
+                return Err(StepFailure::Cancelled);
+            }
+            self.pos += 1;
+            match step {
+                Step::Text(t) => {
+                    // Echo shows streaming as three deltas; a script's text is one.
+                    let pieces = if self.echo { 3 } else { 1 };
+                    let chunks: Vec<&str> = if self.echo {
+                        live_chunks(&t, pieces, protocol_core::limits::LIVE_CHUNK_BYTES)
+                    } else {
+                        vec![t.as_str()]
+                    };
+                    for c in chunks {
+                        if !sink.event(ModelEvent::TextDelta(c.to_owned())) {
+                            return Ok(());
+                        }
+                    }
+                }
+                Step::Sleep(ms) => {
+                    if !cancel.sleep(Duration::from_millis(ms)) {
+                        return Err(StepFailure::Cancelled);
+                    }
+                }
+                Step::ReasoningSummary(text) => {
+                    let id = format!("rs{}", self.pos);
+                    if !sink.event(ModelEvent::ReasoningSummary { id, text }) {
+                        return Ok(());
+                    }
+                }
+                Step::Tool { name, input } => {
+                    self.calls += 1;
+                    let call_id = format!("call_{}", self.calls);
+                    if sink.event(ModelEvent::ToolCall {
+                        call_id,
+                        name,
+                        input,
+                    }) {
+                        sink.event(ModelEvent::Stop(StopReason::ToolUse));
+                    }
+                    return Ok(());
+                }
+                Step::Fail => return Err(StepFailure::Scripted),
+            }
+        }
+        sink.event(ModelEvent::Stop(StopReason::EndTurn));
+        Ok(())
+    }
 }

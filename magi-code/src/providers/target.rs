@@ -1,23 +1,33 @@
 //! Which HTTP provider a selection names, whether a provider is locally ready, and its key.
 
+use super::model::WireApi;
 use crate::config::settings::{self, Settings};
 use crate::runtime::Runtime;
 use std::path::Path;
 
-/// Which wire API a target speaks.
+/// Which vendor's conventions a target follows: authentication and the model listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
-    /// `POST {base}/chat/completions` with `stream: true`.
+    /// `authorization: Bearer`, `GET {base}/models`.
     OpenAi,
-    /// `POST {base}/v1/messages` with `stream: true`.
+    /// `x-api-key` and `anthropic-version`, `GET {base}/v1/models`.
     Anthropic,
 }
+
+/// The output bound sent with every request unless settings give another.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
 
 /// A locally ready HTTP provider.
 #[derive(Clone)]
 pub struct Target {
-    /// The wire API.
+    /// Authentication and listing conventions.
     pub api: Api,
+    /// The wire API of its streaming requests.
+    pub wire: WireApi,
+    /// The provider's settings name.
+    pub provider: String,
+    /// The output bound of every request.
+    pub max_output_tokens: u64,
     /// Base URL without a trailing slash.
     pub base_url: String,
     /// The key, if the provider needs one.
@@ -31,6 +41,8 @@ impl std::fmt::Debug for Target {
         // Never print the key.
         f.debug_struct("Target")
             .field("api", &self.api)
+            .field("wire", &self.wire)
+            .field("provider", &self.provider)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .finish()
@@ -50,28 +62,14 @@ impl Target {
     }
 }
 
-/// Why a stream failed; all become `execution_failed` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderError {
-    /// Connecting or reading failed or timed out.
-    Transport,
-    /// The provider answered an HTTP error status.
-    Status,
-    /// The stream was malformed or over its bounds.
-    Protocol,
-    /// The provider reported an error event.
-    Remote,
-    /// The run was cancelled.
-    Cancelled,
-}
-
 /// The HTTP target of a selection, if that provider is an HTTP one and locally ready.
 #[must_use]
 pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
     let s = &rt.settings;
-    let (api, base_url, key) = match provider {
+    let (api, wire, base_url, key) = match provider {
         "openai" => (
             Api::OpenAi,
+            WireApi::OpenAiResponses,
             s.builtin_base_urls
                 .get("openai")
                 .cloned()
@@ -80,6 +78,7 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
         ),
         "anthropic" => (
             Api::Anthropic,
+            WireApi::AnthropicMessages,
             s.builtin_base_urls
                 .get("anthropic")
                 .cloned()
@@ -92,11 +91,15 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
                 Some(var) => Some(std::env::var(var).ok().filter(|k| !k.is_empty())?),
                 None => None,
             };
-            (Api::OpenAi, c.base_url.clone(), key)
+            // TODO(wire_api): configured providers choose Responses with `wire_api`.
+            (Api::OpenAi, WireApi::OpenAiChat, c.base_url.clone(), key)
         }
     };
     Some(Target {
         api,
+        wire,
+        provider: provider.to_owned(),
+        max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
         base_url: base_url.trim_end_matches('/').to_owned(),
         key,
         model: model.to_owned(),

@@ -34,6 +34,17 @@ impl Selection {
         }
     }
 
+    /// The explicit effort to send: the requested one when the model supports it and it is
+    /// permitted; `None` sends no effort (`default`, unknown or unsupported controls).
+    #[must_use]
+    pub fn effective_effort(&self) -> Option<String> {
+        let (support, permitted) = effort_support(self.efforts.as_deref());
+        (support == EffortSupport::Supported
+            && self.requested_effort != "default"
+            && permitted.contains(&self.requested_effort))
+        .then(|| self.requested_effort.clone())
+    }
+
     /// The `status.selection` object.
     #[must_use]
     pub fn to_value(&self) -> Value {

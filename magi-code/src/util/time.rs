@@ -104,6 +104,37 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
     Some(secs * 1000 + milli)
 }
 
+/// Parses an HTTP date in the IMF-fixdate form (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110)
+/// to epoch ms; the obsolete forms are not accepted.
+#[must_use]
+pub fn parse_http_date(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 29 || &b[3..5] != b", " || &b[25..] != b" GMT" {
+        return None;
+    }
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let day = num(5..7)?;
+    let month = MONTHS.iter().position(|m| s.get(8..11) == Some(*m))? as i64 + 1;
+    let year = num(12..16)?;
+    let (h, mi, se) = (num(17..19)?, num(20..22)?, num(23..25)?);
+    if b[7] != b' ' || b[11] != b' ' || b[16] != b' ' || b[19] != b':' || b[22] != b':' {
+        return None;
+    }
+    if !(1..=31).contains(&day) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    Some((days * 86_400 + h * 3_600 + mi * 60 + se) * 1_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +149,15 @@ mod tests {
         assert_eq!(parse_rfc3339("2026-13-30T12:00:00Z"), None);
         assert_eq!(parse_rfc3339("2026-11-30 12:00:00Z"), None);
         assert_eq!(parse_rfc3339("2026-11-30T12:00:00"), None);
+    }
+
+    #[test]
+    fn http_dates() {
+        let t = parse_rfc3339("1994-11-06T08:49:37Z").unwrap();
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(t));
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"), None);
+        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), None);
+        assert_eq!(parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"), None);
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 25:49:37 GMT"), None);
     }
 }
