@@ -9,6 +9,7 @@
 
 mod asserts;
 mod client;
+pub mod fake_llm;
 mod fixtures;
 mod frames;
 mod server;

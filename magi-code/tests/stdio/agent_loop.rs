@@ -1,0 +1,317 @@
+//! The agent loop over real pipes against a fake Chat Completions server (`runner.md` 2, 5):
+//! tool calls answered and sent back, error results the model can recover from, retries with
+//! `retry-after`, failure diagnostics, and cancellation of a silent stream within 500 ms.
+
+use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply};
+use crate::common::{result, start_session, Env, Server};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A child whose selection is the configured Chat provider `local` at `base`.
+fn env_for(llm: &FakeLlm, tools: &Value) -> Env {
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+        "tools": tools,
+    }));
+    env
+}
+
+/// Starts a turn and returns its run ID.
+fn start_turn(s: &mut Server, sid: &str, prompt: &str) -> String {
+    let r = s.call(
+        "t",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": prompt}),
+    );
+    result(&r)["run_id"].as_str().unwrap().to_owned()
+}
+
+/// Frames until `run.finished`.
+fn until_finished(s: &mut Server) -> Vec<Value> {
+    let mut frames = Vec::new();
+    loop {
+        let f = s.next();
+        let done = f["event"] == "run.finished";
+        frames.push(f);
+        if done {
+            return frames;
+        }
+    }
+}
+
+fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["event"] == name).collect()
+}
+
+fn reconciled(frames: &[Value]) -> String {
+    events(frames, "message.reconcile")
+        .iter()
+        .map(|f| f["data"]["text"].as_str().unwrap())
+        .collect()
+}
+
+fn diagnostics(frames: &[Value]) -> Vec<String> {
+    events(frames, "diagnostic")
+        .iter()
+        .map(|f| f["data"]["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_tool_call_is_run_and_its_result_sent_back() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("call_A", "read_file", r#"{"path":"notes.txt"}"#),
+        chat_text(&["The file ", "says hi."]),
+    ]);
+    let env = env_for(&llm, &json!({"read": "allow"}));
+    std::fs::write(env.cwd.join("notes.txt"), "hi there\n").unwrap();
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "What do my notes say?");
+    let frames = until_finished(&mut s);
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "completed", "{frames:#?}");
+    let acts = events(&frames, "activity");
+    assert_eq!(acts.len(), 2);
+    assert_eq!(acts[0]["data"]["state"], "started");
+    assert_eq!(acts[1]["data"]["state"], "completed");
+    assert_eq!(acts[1]["data"]["name"], "read_file");
+    assert_eq!(reconciled(&frames), "The file says hi.");
+
+    let first = llm.next(WAIT);
+    assert_eq!(first.path, "/v1/chat/completions");
+    let msgs = first.body["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "system");
+    assert_eq!(
+        msgs.last().unwrap(),
+        &json!({"role": "user", "content": "What do my notes say?"})
+    );
+    let names: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"read_file") && names.contains(&"shell"), "{names:?}");
+    let second = llm.next(WAIT);
+    let msgs = second.body["messages"].as_array().unwrap();
+    let n = msgs.len();
+    assert_eq!(msgs[n - 2]["role"], "assistant");
+    assert_eq!(msgs[n - 2]["tool_calls"][0]["id"], "call_A");
+    assert_eq!(msgs[n - 2]["tool_calls"][0]["function"]["name"], "read_file");
+    assert_eq!(msgs[n - 1]["role"], "tool");
+    assert_eq!(msgs[n - 1]["tool_call_id"], "call_A");
+    assert!(msgs[n - 1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("hi there"));
+
+    let rev = fin["revision"].as_str().unwrap();
+    let page = s.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
+    let kinds: Vec<&str> = result(&page)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user", "activity", "assistant"]);
+}
+
+#[test]
+fn an_unknown_tool_and_bad_input_are_error_results_and_the_loop_goes_on() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("c1", "no_such_tool", "{}"),
+        chat_tool_call("c2", "read_file", "{not json"),
+        chat_text(&["ok"]),
+    ]);
+    let env = env_for(&llm, &json!({"read": "allow"}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "try things");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let failed: Vec<&&Value> = events(&frames, "activity")
+        .iter()
+        .filter(|a| a["data"]["state"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 2);
+    let _ = llm.next(WAIT);
+    let second = llm.next(WAIT);
+    let msgs = second.body["messages"].as_array().unwrap();
+    assert_eq!(msgs.last().unwrap()["tool_call_id"], "c1");
+    assert!(msgs.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .contains("unknown tool"));
+    let third = llm.next(WAIT);
+    let msgs = third.body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["tool_call_id"], "c2");
+    assert!(last["content"].as_str().unwrap().contains("invalid input"));
+    // The raw arguments go back as the model sent them.
+    assert_eq!(
+        msgs[msgs.len() - 2]["tool_calls"][0]["function"]["arguments"],
+        "{not json"
+    );
+}
+
+#[test]
+fn a_denied_approval_is_an_error_result_not_a_failed_run() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("w1", "write_file", r#"{"path":"x.txt","content":"x"}"#),
+        chat_text(&["understood"]),
+    ]);
+    let env = env_for(&llm, &json!({"write": "ask"}));
+    let (mut s, sid) = start_session(&env, &["approval.answer"]);
+    let run_id = start_turn(&mut s, &sid, "write x");
+    let req = loop {
+        let f = s.next();
+        if f["event"] == "approval.requested" {
+            break f;
+        }
+    };
+    let answer = s.call(
+        "a",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": req["data"]["approval_id"], "allow": false}),
+    );
+    assert_eq!(result(&answer)["recorded"], true);
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert!(!env.cwd.join("x.txt").exists());
+    let _ = llm.next(WAIT);
+    let second = llm.next(WAIT);
+    let last = second.body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["tool_call_id"], "w1");
+    assert!(last["content"]
+        .as_str()
+        .unwrap()
+        .contains("denied by the user"));
+}
+
+#[test]
+fn retry_after_is_honoured_and_announced() {
+    let llm = FakeLlm::start(vec![
+        Reply::status(503, &json!({"error": {"message": "busy"}})).header("retry-after", "1"),
+        chat_text(&["fine"]),
+    ]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hello");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(diagnostics(&frames), ["provider_retry"]);
+    let (a, b) = (llm.next(WAIT), llm.next(WAIT));
+    let gap = b.at - a.at;
+    assert!(
+        gap >= Duration::from_millis(950) && gap < Duration::from_secs(5),
+        "{gap:?}"
+    );
+    assert_eq!(reconciled(&frames), "fine");
+}
+
+#[test]
+fn failures_say_which_and_are_not_retried_when_final() {
+    for (reply, code, requests) in [
+        (
+            Reply::status(401, &json!({"error": {"message": "bad key sk-secret"}})),
+            "provider_auth",
+            1,
+        ),
+        (
+            Reply::status(404, &json!({"error": {"message": "no route"}})),
+            "provider_status",
+            1,
+        ),
+        (
+            Reply::status(
+                400,
+                &json!({"error": {"code": "context_length_exceeded", "message": "too long"}}),
+            ),
+            "context_overflow",
+            1,
+        ),
+    ] {
+        let llm = FakeLlm::start(vec![reply]);
+        let env = env_for(&llm, &json!({}));
+        let (mut s, sid) = start_session(&env, &[]);
+        start_turn(&mut s, &sid, "hello");
+        let frames = until_finished(&mut s);
+        let fin = &frames.last().unwrap()["data"];
+        assert_eq!(fin["outcome"], "failed");
+        assert_eq!(fin["error_code"], "execution_failed");
+        assert_eq!(diagnostics(&frames), [code]);
+        assert!(!frames.iter().any(|f| f.to_string().contains("sk-secret")));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(1 + llm.drain().len() - 1, requests);
+    }
+}
+
+#[test]
+fn a_stream_broken_after_its_first_event_keeps_the_partial_reply() {
+    let mut reply = chat_text(&["partial "]);
+    reply.chunks.truncate(1);
+    reply.cut = true;
+    let llm = FakeLlm::start(vec![reply]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hello");
+    let frames = until_finished(&mut s);
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "failed");
+    assert_eq!(fin["persistence"], "durable");
+    let rec = events(&frames, "message.reconcile");
+    assert_eq!(rec.last().unwrap()["data"]["partial"], true);
+    assert_eq!(reconciled(&frames), "partial ");
+    assert_eq!(diagnostics(&frames).len(), 1);
+}
+
+#[test]
+fn cancel_during_a_silent_stream_ends_within_500_ms() {
+    let llm = FakeLlm::start(vec![Reply::sse(vec![]).stalled()]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    let run_id = start_turn(&mut s, &sid, "hello");
+    let _ = llm.next(WAIT);
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until_finished(&mut s);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "cancelled");
+    assert_eq!(fin["persistence"], "durable");
+    assert!(diagnostics(&frames).is_empty());
+    let closed = llm.closed_within(Duration::from_secs(2));
+    assert!(closed.is_some(), "the connection was closed");
+}
+
+#[test]
+fn shutdown_during_a_silent_stream_finishes_the_run_and_exits_0() {
+    let llm = FakeLlm::start(vec![Reply::sse(vec![]).stalled()]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hello");
+    let _ = llm.next(WAIT);
+    let t0 = Instant::now();
+    s.request("bye", "shutdown", &json!({}));
+    let frames = s.frames_until_eof();
+    let fin = frames
+        .iter()
+        .find(|f| f["event"] == "run.finished")
+        .expect("run.finished before exit");
+    assert_eq!(fin["data"]["outcome"], "cancelled");
+    assert_eq!(s.exit_code(), 0);
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}

@@ -1,0 +1,267 @@
+//! A fake model server on 127.0.0.1 for the agent loop: one scripted [`Reply`] per accepted
+//! connection, in order; every request it saw is recorded with its parsed JSON body, and a
+//! stalled reply reports when the client closed the connection.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What the fake server answers one request with.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Extra response headers.
+    pub headers: Vec<(String, String)>,
+    /// SSE text, sent as chunks in this order (each flushed; `pause` between them).
+    pub chunks: Vec<String>,
+    /// Wait between chunks.
+    pub pause: Duration,
+    /// After the chunks, send nothing more and keep the connection open until the client
+    /// closes it (a silent stall).
+    pub stall: bool,
+    /// Close the connection after the chunks without the chunked terminator.
+    pub cut: bool,
+}
+
+impl Reply {
+    /// A 200 SSE reply with these events (each already framed, e.g. `data: …\n\n`).
+    #[must_use]
+    pub fn sse(chunks: Vec<String>) -> Self {
+        Self {
+            status: 200,
+            headers: Vec::new(),
+            chunks,
+            pause: Duration::ZERO,
+            stall: false,
+            cut: false,
+        }
+    }
+
+    /// A non-200 reply with a JSON body.
+    #[must_use]
+    pub fn status(status: u16, body: &Value) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            chunks: vec![body.to_string()],
+            pause: Duration::ZERO,
+            stall: false,
+            cut: false,
+        }
+    }
+
+    /// Adds a response header.
+    #[must_use]
+    pub fn header(mut self, k: &str, v: &str) -> Self {
+        self.headers.push((k.to_owned(), v.to_owned()));
+        self
+    }
+
+    /// Sends the chunks, then stalls.
+    #[must_use]
+    pub fn stalled(mut self) -> Self {
+        self.stall = true;
+        self
+    }
+}
+
+/// One request the server saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// Request path.
+    pub path: String,
+    /// Lowercased header names with their values.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` if it was not).
+    pub body: Value,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+/// The running fake server.
+pub struct FakeLlm {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    seen: Receiver<Seen>,
+    closed: Receiver<Instant>,
+}
+
+impl FakeLlm {
+    /// Serves `replies` to consecutive connections; later connections get a 500.
+    #[must_use]
+    pub fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, seen) = mpsc::channel();
+        let (ctx, closed) = mpsc::channel();
+        thread::spawn(move || {
+            let mut replies = replies.into_iter();
+            // Bounded: the test ends the process; at most this many connections are served.
+            for _ in 0..64 {
+                let Ok((stream, _)) = listener.accept() else {
+                    return;
+                };
+                let reply = replies
+                    .next()
+                    .unwrap_or_else(|| Reply::status(500, &serde_json::json!({})));
+                let (tx, ctx) = (tx.clone(), ctx.clone());
+                thread::spawn(move || serve(stream, &reply, &tx, &ctx));
+            }
+        });
+        Self { base, seen, closed }
+    }
+
+    /// The next request seen, within `timeout`.
+    #[track_caller]
+    pub fn next(&self, timeout: Duration) -> Seen {
+        self.seen
+            .recv_timeout(timeout)
+            .expect("the fake model server saw no request in time")
+    }
+
+    /// Every request seen so far, without waiting.
+    pub fn drain(&self) -> Vec<Seen> {
+        self.seen.try_iter().collect()
+    }
+
+    /// When a stalled connection was closed by the client, within `timeout`.
+    pub fn closed_within(&self, timeout: Duration) -> Option<Instant> {
+        self.closed.recv_timeout(timeout).ok()
+    }
+}
+
+fn serve(stream: TcpStream, reply: &Reply, tx: &Sender<Seen>, closed: &Sender<Instant>) {
+    let mut r = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if r.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let mut headers = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).unwrap_or(0) == 0 {
+            return;
+        }
+        let h = h.trim_end().to_owned();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            if k == "content-length" {
+                len = v.parse().unwrap_or(0);
+            }
+            headers.push((k, v));
+        }
+    }
+    let mut body = vec![0u8; len];
+    if r.read_exact(&mut body).is_err() {
+        return;
+    }
+    let _ = tx.send(Seen {
+        path,
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        at: Instant::now(),
+    });
+    let mut w = stream;
+    let ctype = if reply.status == 200 {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let mut head = format!(
+        "HTTP/1.1 {} X\r\ncontent-type: {ctype}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
+        reply.status
+    );
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    if w.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for c in &reply.chunks {
+        if !reply.pause.is_zero() {
+            thread::sleep(reply.pause);
+        }
+        let b = c.as_bytes();
+        if write!(w, "{:x}\r\n", b.len()).is_err()
+            || w.write_all(b).is_err()
+            || w.write_all(b"\r\n").is_err()
+            || w.flush().is_err()
+        {
+            return;
+        }
+    }
+    if reply.stall {
+        // Wait for the client to close: a read returns 0 (or fails) when it does.
+        let mut buf = [0u8; 64];
+        let mut rest = r;
+        let _ = rest.get_mut().set_read_timeout(Some(Duration::from_secs(30)));
+        loop {
+            match rest.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = closed.send(Instant::now());
+        return;
+    }
+    if !reply.cut {
+        let _ = w.write_all(b"0\r\n\r\n");
+        let _ = w.flush();
+    }
+}
+
+/// A Chat Completions chunk with `delta`.
+#[must_use]
+pub fn chat_delta(delta: &Value) -> String {
+    format!(
+        "data: {}\n\n",
+        serde_json::json!({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+    )
+}
+
+/// The Chat Completions chunk ending a choice.
+#[must_use]
+pub fn chat_finish(reason: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        serde_json::json!({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    )
+}
+
+/// A whole Chat reply: text deltas, then `stop` and `[DONE]`.
+#[must_use]
+pub fn chat_text(parts: &[&str]) -> Reply {
+    let mut chunks: Vec<String> = parts
+        .iter()
+        .map(|t| chat_delta(&serde_json::json!({"content": t})))
+        .collect();
+    chunks.push(chat_finish("stop"));
+    chunks.push("data: [DONE]\n\n".to_owned());
+    Reply::sse(chunks)
+}
+
+/// A Chat reply calling one tool, its arguments split in two fragments.
+#[must_use]
+pub fn chat_tool_call(id: &str, name: &str, arguments: &str) -> Reply {
+    let cut = arguments.len() / 2;
+    Reply::sse(vec![
+        chat_delta(
+            &serde_json::json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": &arguments[..cut]}}]}),
+        ),
+        chat_delta(
+            &serde_json::json!({"tool_calls": [{"index": 0, "function": {"arguments": &arguments[cut..]}}]}),
+        ),
+        chat_finish("tool_calls"),
+        "data: [DONE]\n\n".to_owned(),
+    ])
+}
