@@ -333,6 +333,15 @@ mod tests {
     fn unreadable_files_are_invalid() {
         use std::os::unix::fs::PermissionsExt;
         let (_d, root, cwd) = tree();
+        // A regular file whose read fails (EIO), whatever our privileges.
+        let mem = Path::new("/proc/self/mem");
+        assert!(load(&root, &cwd, &[mem.to_str().unwrap().to_owned()]).is_err());
+        std::os::unix::fs::symlink(mem, cwd.join(AGENTS_MD)).unwrap();
+        assert!(
+            load(&root, &cwd, &[]).is_err(),
+            "an unreadable AGENTS.md is not skipped"
+        );
+        fs::remove_file(cwd.join(AGENTS_MD)).unwrap();
         let f = cwd.join("secret.md");
         write(&f, "x");
         fs::set_permissions(&f, fs::Permissions::from_mode(0o000)).unwrap();
