@@ -14,6 +14,9 @@ pub struct Runtime {
     pub settings: Settings,
     /// Context identity (64 lowercase hex).
     pub context_id: String,
+    /// The instructions text (runner.md §3), read at `initialize`; never sent to the client
+    /// and never projected.
+    pub instructions: String,
 }
 
 impl Runtime {

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Largest settings file read.
@@ -17,6 +18,22 @@ pub const MAX_PROVIDERS: usize = protocol_core::limits::CATALOG_PROVIDERS;
 pub const MAX_STARTUP_DELAY_MS: u64 = 10_000;
 /// The built-in providers.
 pub const BUILTIN_PROVIDERS: [&str; 3] = ["anthropic", "openai", "scripted"];
+/// `runner.max_steps`: default and largest (runner.md §2).
+pub const DEFAULT_MAX_STEPS: u32 = 200;
+/// Largest `runner.max_steps`.
+pub const MAX_MAX_STEPS: u32 = 1_000;
+/// `runner.context_window` in tokens: default, smallest and largest (runner.md §7).
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+/// Smallest `runner.context_window`.
+pub const MIN_CONTEXT_WINDOW: u64 = 1_000;
+/// Largest `runner.context_window`.
+pub const MAX_CONTEXT_WINDOW: u64 = 10_000_000;
+/// `providers.<name>.max_output_tokens` when unset (runner.md §5).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
+/// Largest `providers.<name>.max_output_tokens`.
+pub const MAX_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
+/// Most `instructions` paths: each is opened at startup, so a long list must not stall it.
+pub const MAX_INSTRUCTION_PATHS: usize = 64;
 
 /// A settings problem; reported as `configuration_invalid` without detail on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +52,16 @@ pub enum Policy {
     Deny,
 }
 
+/// The request shape a configured provider speaks (runner.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WireApi {
+    /// Chat Completions (`POST {base}/chat/completions`), the default.
+    #[default]
+    Chat,
+    /// The Responses API (`POST {base}/responses`).
+    Responses,
+}
+
 /// A configured OpenAI-compatible provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompatProvider {
@@ -42,6 +69,8 @@ pub struct CompatProvider {
     pub base_url: String,
     /// Environment variable holding its key, if it needs one.
     pub api_key_env: Option<String>,
+    /// `wire_api`: Chat Completions unless `"responses"`.
+    pub wire_api: WireApi,
 }
 
 /// An MCP server definition.
@@ -72,7 +101,14 @@ pub struct Settings {
     pub builtin_base_urls: BTreeMap<String, String>,
     /// Configured OpenAI-compatible providers.
     pub compat: BTreeMap<String, CompatProvider>,
-    /// Additional instruction files.
+    /// `providers.<name>.max_output_tokens` where set (built-in HTTP and configured
+    /// providers); read it through [`Settings::max_output_tokens_of`].
+    pub max_output_tokens: BTreeMap<String, u64>,
+    /// `runner.max_steps`: steps per turn before the run fails with `step_limit`.
+    pub max_steps: u32,
+    /// `runner.context_window`: tokens assumed when the catalog names no window.
+    pub context_window: u64,
+    /// Additional instruction files (as written; relative ones resolve against the cwd).
     pub instructions: Vec<String>,
     /// MCP servers by name.
     pub mcp_servers: BTreeMap<String, McpServer>,
@@ -99,6 +135,9 @@ impl Default for Settings {
             startup_delay_ms: 0,
             builtin_base_urls: BTreeMap::new(),
             compat: BTreeMap::new(),
+            max_output_tokens: BTreeMap::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+            context_window: DEFAULT_CONTEXT_WINDOW,
             instructions: Vec::new(),
             mcp_servers: BTreeMap::new(),
             mcp_approved: Vec::new(),
@@ -110,10 +149,26 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// The output-token bound of every request to `provider`: its setting, else 16,384.
+    #[must_use]
+    pub fn max_output_tokens_of(&self, provider: &str) -> u64 {
+        self.max_output_tokens
+            .get(provider)
+            .copied()
+            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
+    }
+}
+
 /// Reads a settings file: missing → `None`; unreadable, oversized, not strict JSON, or not an
 /// object → invalid.
 pub fn read_file(path: &Path) -> R<Option<Map<String, Value>>> {
-    let file = match fs::File::open(path) {
+    // O_NONBLOCK: a FIFO in the settings' place must fail the metadata check, not block.
+    let file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(_) => return Err(Invalid("unreadable")),
@@ -165,6 +220,19 @@ fn strings(v: &Value) -> R<Vec<String>> {
         .collect()
 }
 
+/// An integer in `lo..=hi` (JSON integers only: `5.0`, `-1` and `"5"` are rejected).
+fn int(v: &Value, lo: u64, hi: u64, what: &'static str) -> R<u64> {
+    v.as_u64()
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or(Invalid(what))
+}
+
+fn max_output_tokens(c: &Map<String, Value>) -> R<Option<u64>> {
+    c.get("max_output_tokens")
+        .map(|v| int(v, 1, MAX_MAX_OUTPUT_TOKENS, "max_output_tokens"))
+        .transpose()
+}
+
 fn policy(v: &Value) -> R<Policy> {
     match v.as_str() {
         Some("allow") => Ok(Policy::Allow),
@@ -201,6 +269,7 @@ fn check_shape(m: &Map<String, Value>) -> R<()> {
             "effort",
             "providers",
             "instructions",
+            "runner",
             "mcp",
             "tools",
             "retention_days",
@@ -218,12 +287,13 @@ pub fn load(
     let project = project.unwrap_or_default();
     check_shape(&global)?;
     check_shape(&project)?;
-    // Each file must be valid on its own, so a typo in either surfaces.
-    interpret(&global)?;
-    interpret(&project)?;
+    // Each file must be valid on its own, so a typo in either surfaces; only the merge must
+    // be complete, so a project can override one key of a globally configured provider.
+    interpret(&global, false)?;
+    interpret(&project, false)?;
     let mut merged = global.clone();
     merge(&mut merged, &project);
-    let mut s = interpret(&merged)?;
+    let mut s = interpret(&merged, true)?;
     // Only global settings can approve an MCP server definition.
     s.mcp_approved = match global.get("mcp").and_then(|m| m.get("approved")) {
         Some(v) => strings(v)?,
@@ -232,7 +302,9 @@ pub fn load(
     Ok(s)
 }
 
-fn interpret(m: &Map<String, Value>) -> R<Settings> {
+/// Reads one settings object; `whole` = the merged result, where a configured provider must
+/// be complete (`kind` and `base_url`).
+fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     let mut s = Settings::default();
     if let Some(v) = m.get("provider") {
         s.provider = string(v)?;
@@ -280,26 +352,54 @@ fn interpret(m: &Map<String, Value>) -> R<Settings> {
                     }
                 }
                 "anthropic" | "openai" => {
-                    let c = obj(cfg, &["base_url"])?;
+                    // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
+                    let c = obj(cfg, &["base_url", "max_output_tokens"])?;
                     if let Some(v) = c.get("base_url") {
                         s.builtin_base_urls.insert(name.clone(), string(v)?);
+                    }
+                    if let Some(n) = max_output_tokens(c)? {
+                        s.max_output_tokens.insert(name.clone(), n);
                     }
                 }
                 other => {
                     if !is_provider_name(other) {
                         return Err(Invalid("provider name"));
                     }
-                    let c = obj(cfg, &["kind", "base_url", "api_key_env"])?;
-                    if c.get("kind").and_then(Value::as_str) != Some("openai-compatible") {
-                        return Err(Invalid("provider kind"));
+                    let c = obj(
+                        cfg,
+                        &[
+                            "kind",
+                            "base_url",
+                            "api_key_env",
+                            "wire_api",
+                            "max_output_tokens",
+                        ],
+                    )?;
+                    match c.get("kind") {
+                        None if !whole => {}
+                        Some(k) if k.as_str() == Some("openai-compatible") => {}
+                        _ => return Err(Invalid("provider kind")),
                     }
-                    let base_url = string(c.get("base_url").ok_or(Invalid("base_url"))?)?;
+                    let base_url = match c.get("base_url") {
+                        Some(v) => string(v)?,
+                        None if !whole => String::new(),
+                        None => return Err(Invalid("base_url")),
+                    };
                     let api_key_env = c.get("api_key_env").map(string).transpose()?;
+                    let wire_api = match c.get("wire_api").map(Value::as_str) {
+                        None | Some(Some("chat")) => WireApi::Chat,
+                        Some(Some("responses")) => WireApi::Responses,
+                        Some(_) => return Err(Invalid("wire_api")),
+                    };
+                    if let Some(n) = max_output_tokens(c)? {
+                        s.max_output_tokens.insert(other.to_owned(), n);
+                    }
                     s.compat.insert(
                         other.to_owned(),
                         CompatProvider {
                             base_url,
                             api_key_env,
+                            wire_api,
                         },
                     );
                 }
@@ -309,8 +409,22 @@ fn interpret(m: &Map<String, Value>) -> R<Settings> {
             return Err(Invalid("too many providers"));
         }
     }
+    if let Some(v) = m.get("runner") {
+        let r = obj(v, &["max_steps", "context_window"])?;
+        if let Some(v) = r.get("max_steps") {
+            // Bounded by MAX_MAX_STEPS, so the narrowing cannot fail.
+            s.max_steps = u32::try_from(int(v, 1, u64::from(MAX_MAX_STEPS), "max_steps")?)
+                .map_err(|_| Invalid("max_steps"))?;
+        }
+        if let Some(v) = r.get("context_window") {
+            s.context_window = int(v, MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW, "context_window")?;
+        }
+    }
     if let Some(v) = m.get("instructions") {
         s.instructions = strings(v)?;
+        if s.instructions.len() > MAX_INSTRUCTION_PATHS {
+            return Err(Invalid("too many instructions"));
+        }
     }
     if let Some(v) = m.get("mcp") {
         let c = obj(v, &["servers", "approved"])?;
@@ -445,5 +559,165 @@ mod tests {
             })
             .collect();
         assert!(load(m(json!({"providers": ok})), None).is_ok());
+    }
+
+    fn one(v: Value) -> Result<Settings, Invalid> {
+        load(m(v), None)
+    }
+
+    fn compat(extra: Value) -> Value {
+        let mut c = json!({"kind":"openai-compatible","base_url":"http://127.0.0.1/v1"});
+        for (k, v) in extra.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        json!({"providers": {"local": c}})
+    }
+
+    #[test]
+    fn runner_defaults() {
+        let s = load(None, None).unwrap();
+        assert_eq!(s, Settings::default());
+        assert_eq!((s.max_steps, s.context_window), (200, 200_000));
+        assert_eq!(s.max_output_tokens_of("anthropic"), 16_384);
+        assert_eq!(s.max_output_tokens_of("openai"), 16_384);
+        assert!(s.instructions.is_empty());
+        let s = one(json!({"runner": {}})).unwrap();
+        assert_eq!((s.max_steps, s.context_window), (200, 200_000));
+    }
+
+    #[test]
+    fn max_steps_bounds() {
+        let steps = |n: Value| one(json!({"runner": {"max_steps": n}})).map(|s| s.max_steps);
+        assert_eq!(steps(json!(1)), Ok(1));
+        assert_eq!(steps(json!(1000)), Ok(1000));
+        for bad in [
+            json!(0),
+            json!(1001),
+            json!(-1),
+            json!(5.0),
+            json!("5"),
+            json!(null),
+        ] {
+            assert!(steps(bad.clone()).is_err(), "max_steps {bad} accepted");
+        }
+    }
+
+    #[test]
+    fn context_window_bounds() {
+        let w = |n: Value| one(json!({"runner": {"context_window": n}})).map(|s| s.context_window);
+        assert_eq!(w(json!(1_000)), Ok(1_000));
+        assert_eq!(w(json!(10_000_000)), Ok(10_000_000));
+        for bad in [json!(999), json!(10_000_001), json!(0), json!(true)] {
+            assert!(w(bad.clone()).is_err(), "context_window {bad} accepted");
+        }
+    }
+
+    #[test]
+    fn runner_rejects_unknown_keys_and_non_objects() {
+        assert!(one(json!({"runner": {"max_step": 5}})).is_err());
+        assert!(one(json!({"runner": [200]})).is_err());
+        assert!(load(None, m(json!({"runner": {"context": 5000}}))).is_err());
+    }
+
+    #[test]
+    fn max_output_tokens_bounds_per_provider() {
+        for name in ["anthropic", "openai"] {
+            let t = |n: Value| {
+                one(json!({"providers": {name: {"max_output_tokens": n}}}))
+                    .map(|s| s.max_output_tokens_of(name))
+            };
+            assert_eq!(t(json!(1)), Ok(1));
+            assert_eq!(t(json!(1_000_000)), Ok(1_000_000));
+            assert!(t(json!(0)).is_err());
+            assert!(t(json!(1_000_001)).is_err());
+            assert!(t(json!("16384")).is_err());
+        }
+        let t = |n: Value| {
+            one(compat(json!({"max_output_tokens": n}))).map(|s| s.max_output_tokens_of("local"))
+        };
+        assert_eq!(t(json!(1)), Ok(1));
+        assert_eq!(t(json!(1_000_000)), Ok(1_000_000));
+        assert!(t(json!(0)).is_err());
+        assert!(t(json!(1_000_001)).is_err());
+        assert_eq!(
+            one(compat(json!({})))
+                .unwrap()
+                .max_output_tokens_of("local"),
+            16_384
+        );
+        // Only the HTTP providers take it.
+        assert!(one(json!({"providers": {"scripted": {"max_output_tokens": 5}}})).is_err());
+    }
+
+    #[test]
+    fn wire_api_only_on_configured_providers() {
+        let w = |v: Value| one(compat(json!({"wire_api": v}))).map(|s| s.compat["local"].wire_api);
+        assert_eq!(w(json!("chat")), Ok(WireApi::Chat));
+        assert_eq!(w(json!("responses")), Ok(WireApi::Responses));
+        assert!(w(json!("completions")).is_err());
+        assert!(w(json!(1)).is_err());
+        assert_eq!(
+            one(compat(json!({}))).unwrap().compat["local"].wire_api,
+            WireApi::Chat
+        );
+        for name in ["anthropic", "openai", "scripted"] {
+            let v = json!({"providers": {name: {"wire_api": "responses"}}});
+            assert!(one(v).is_err(), "wire_api on {name} accepted");
+        }
+    }
+
+    #[test]
+    fn project_overrides_runner_and_provider_keys_one_by_one() {
+        let mut g = compat(json!({"wire_api": "responses", "max_output_tokens": 100}));
+        g["runner"] = json!({"max_steps": 10, "context_window": 5_000});
+        g["providers"]["openai"] = json!({"max_output_tokens": 7});
+        let p = json!({
+            "runner": {"max_steps": 20},
+            "providers": {"local": {"max_output_tokens": 200}, "anthropic": {"max_output_tokens": 9}}
+        });
+        let s = load(m(g), m(p)).unwrap();
+        assert_eq!((s.max_steps, s.context_window), (20, 5_000));
+        let local = &s.compat["local"];
+        assert_eq!(local.base_url, "http://127.0.0.1/v1");
+        assert_eq!(local.wire_api, WireApi::Responses);
+        assert_eq!(s.max_output_tokens_of("local"), 200);
+        assert_eq!(s.max_output_tokens_of("openai"), 7);
+        assert_eq!(s.max_output_tokens_of("anthropic"), 9);
+        // A partial provider with nothing to complete it is still incomplete.
+        let lone = json!({"providers": {"other": {"max_output_tokens": 5}}});
+        assert!(load(None, m(lone.clone())).is_err());
+        assert!(load(m(lone), None).is_err());
+        // And a wrong kind is wrong in either file.
+        let wrong = json!({"providers": {"local": {"kind": "ollama"}}});
+        assert!(load(m(compat(json!({}))), m(wrong)).is_err());
+    }
+
+    #[test]
+    fn instructions_paths_bound() {
+        let paths = |n: usize| json!({"instructions": vec!["a.md"; n]});
+        assert_eq!(
+            one(paths(MAX_INSTRUCTION_PATHS))
+                .unwrap()
+                .instructions
+                .len(),
+            64
+        );
+        assert!(one(paths(MAX_INSTRUCTION_PATHS + 1)).is_err());
+        assert!(one(json!({"instructions": "a.md"})).is_err());
+        assert!(one(json!({"instructions": [""]})).is_err());
+        let s = load(
+            m(json!({"instructions": ["g.md"]})),
+            m(json!({"instructions": ["p.md"]})),
+        );
+        assert_eq!(s.unwrap().instructions, vec!["p.md".to_owned()]);
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_settings_is_invalid_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("settings.json");
+        let ok = std::process::Command::new("mkfifo").arg(&p).status();
+        assert!(ok.unwrap().success(), "mkfifo failed");
+        assert_eq!(read_file(&p), Err(Invalid("not a file")));
     }
 }

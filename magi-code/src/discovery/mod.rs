@@ -178,6 +178,7 @@ mod tests {
             cwd: fs::canonicalize(&cwd).unwrap(),
             settings: Settings::default(),
             context_id: "0".repeat(64),
+            instructions: String::new(),
         };
         (d, rt)
     }

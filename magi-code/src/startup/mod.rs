@@ -1,11 +1,11 @@
-//! The initialization worker: storage root, runtime folders, settings, provider readiness,
-//! MCP admission and the context identity. Runs off the protocol loop, cancellably.
+//! The initialization worker: storage root, runtime folders, settings, instructions, provider
+//! readiness, MCP admission and the context identity. Runs off the protocol loop, cancellably.
 
 pub mod env;
 
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};
 
-use crate::config::settings;
+use crate::config::{instructions, settings};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
@@ -51,6 +51,9 @@ pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result
         .map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
     let settings =
         settings::load(global, project).map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
+    // Read once here, part of the admitted snapshot (runner.md §3).
+    let instructions = instructions::load(&root, &cwd, &settings.instructions)
+        .map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
 
     if settings.startup_delay_ms > 0
         && !cancel.sleep(Duration::from_millis(settings.startup_delay_ms))
@@ -77,5 +80,6 @@ pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result
         cwd,
         settings,
         context_id,
+        instructions,
     })
 }

@@ -22,6 +22,7 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
         cwd: std::fs::canonicalize(cwd).unwrap(),
         settings: Settings::default(),
         context_id: "0".repeat(64),
+        instructions: String::new(),
     }
 }
 

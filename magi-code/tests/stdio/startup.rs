@@ -219,6 +219,117 @@ fn project_startup_delay_overrides_global() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Runner settings and instructions (runner.md §2, §3, §5)
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn runner_and_provider_keys_at_their_edges_are_ready() {
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "runner": {"max_steps": 1000, "context_window": 1_000},
+        "providers": {
+            "anthropic": {"max_output_tokens": 1},
+            "openai": {"max_output_tokens": 1_000_000},
+            "local": {"kind": "openai-compatible", "base_url": "http://127.0.0.1:9/v1",
+                      "wire_api": "responses", "max_output_tokens": 16_384}
+        }
+    }));
+    env.write_project_settings(&json!({"runner": {"max_steps": 1}}));
+    let mut s = env.spawn();
+    let init = s.initialize();
+    assert_ready_status(&init["status"], "scripted", "echo");
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn runner_and_provider_keys_out_of_range_are_configuration_invalid() {
+    let bad = [
+        json!({"runner": {"max_steps": 0}}),
+        json!({"runner": {"max_steps": 1001}}),
+        json!({"runner": {"context_window": 999}}),
+        json!({"runner": {"context_window": 10_000_001}}),
+        json!({"runner": {"steps": 5}}),
+        json!({"providers": {"anthropic": {"max_output_tokens": 0}}}),
+        json!({"providers": {"openai": {"max_output_tokens": 1_000_001}}}),
+        json!({"providers": {"openai": {"wire_api": "chat"}}}),
+        json!({"providers": {"local": {"kind": "openai-compatible",
+               "base_url": "http://127.0.0.1:9/v1", "wire_api": "completions"}}}),
+    ];
+    for settings in &bad {
+        let env = Env::new();
+        env.write_project_settings(settings);
+        let mut s = env.spawn();
+        let f = s.call("init", "initialize", &init_params(&["status"]));
+        assert_eq!(
+            f["error"],
+            json!({"code": "configuration_invalid"}),
+            "settings {settings} answered {f}"
+        );
+        s.shutdown_ok("bye");
+    }
+}
+
+#[test]
+fn missing_instructions_path_is_configuration_invalid() {
+    let env = Env::new();
+    env.write_global_settings(&json!({"instructions": ["docs/missing.md"]}));
+    let mut s = env.spawn();
+    assert_startup_fails(&mut s, "configuration_invalid");
+}
+
+#[test]
+fn folder_or_fifo_instructions_path_is_configuration_invalid_promptly() {
+    for (name, make) in [("dir", "folder"), ("pipe", "fifo")] {
+        let env = Env::new();
+        let p = env.cwd.join(name);
+        if make == "folder" {
+            fs::create_dir(&p).unwrap();
+        } else {
+            let ok = std::process::Command::new("mkfifo").arg(&p).status();
+            assert!(ok.unwrap().success(), "mkfifo failed");
+        }
+        env.write_project_settings(&json!({"instructions": [name]}));
+        let mut s = env.spawn();
+        let sent = Instant::now();
+        assert_startup_fails(&mut s, "configuration_invalid");
+        assert!(
+            sent.elapsed() < Duration::from_secs(5),
+            "a {make} blocked startup for {:?}",
+            sent.elapsed()
+        );
+    }
+}
+
+#[test]
+fn valid_instructions_are_ready_and_never_sent_to_the_client() {
+    let env = Env::new();
+    let marker = "instructions-marker-7f3a";
+    fs::create_dir(env.cwd.join(".git")).unwrap();
+    fs::write(env.cwd.join("AGENTS.md"), format!("project {marker}")).unwrap();
+    fs::create_dir(env.cwd.join("docs")).unwrap();
+    fs::write(
+        env.cwd.join("docs").join("notes.md"),
+        format!("notes {marker}"),
+    )
+    .unwrap();
+    env.write_global_settings(&json!({"instructions": ["docs/notes.md"]}));
+    fs::write(env.home().join("AGENTS.md"), format!("home {marker}")).unwrap();
+    let mut s = env.spawn();
+    let f = s.call("init", "initialize", &init_params(&["status", "shutdown"]));
+    assert!(
+        !f.to_string().contains(marker),
+        "instructions reached the client: {f}"
+    );
+    assert_ready_status(&result(&f)["status"], "scripted", "echo");
+    let f = s.call("st", "status", &json!({}));
+    assert!(
+        !f.to_string().contains(marker),
+        "instructions reached the client: {f}"
+    );
+    s.shutdown_ok("bye");
+}
+
+// ---------------------------------------------------------------------------------------
 // Provider readiness
 // ---------------------------------------------------------------------------------------
 
