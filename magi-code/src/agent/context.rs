@@ -42,16 +42,22 @@ pub fn replay(st: &SessionState) -> Vec<Item> {
     out
 }
 
-/// The system prompt: the runner's base prompt naming the workspace and its tools.
+/// The system prompt: the runner's base prompt naming the workspace, then the instructions
+/// admitted at `initialize` (`runner.md` 3).
 #[must_use]
 pub fn instructions(rt: &Runtime) -> String {
-    format!(
+    let base = format!(
         "You are magi-code, a coding agent. You work in the folder {} on the user's machine, \
          with the user's permissions. Use the tools to read, search, edit and run what the task \
          needs; paths are relative to that folder unless absolute. Keep replies short and say \
          what you changed.",
         rt.cwd.display()
-    )
+    );
+    if rt.instructions.is_empty() {
+        base
+    } else {
+        format!("{base}\n\n{}", rt.instructions)
+    }
 }
 
 /// The tools offered to the model.

@@ -19,7 +19,7 @@ use crate::providers::model::Thinking;
 use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
 use crate::session::{self, Selection};
 use protocol_core::{ErrorCode, RequestId, WorkerEvent};
-use turn_loop::{LoopParams, DEFAULT_MAX_STEPS};
+use turn_loop::LoopParams;
 
 /// Admission of a turn: checks, then `TurnAdmitted`; runs it to `RunFinished` on this thread.
 pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: String) {
@@ -75,8 +75,8 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         tools: &tools,
         effort: effort.as_deref(),
         thinking: Thinking::Adaptive,
-        max_output_tokens: providers::target::DEFAULT_MAX_OUTPUT_TOKENS,
-        max_steps: DEFAULT_MAX_STEPS,
+        max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
+        max_steps: rt.settings.max_steps,
     };
     let history: Vec<Item> = history;
     // A panic after admission must still end the run with its terminal event, or the engine

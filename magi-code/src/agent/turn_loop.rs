@@ -18,9 +18,6 @@ use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// Steps per turn unless settings say otherwise (`runner.max_steps`).
-pub const DEFAULT_MAX_STEPS: u32 = 200;
-
 /// What a turn sends besides the conversation.
 #[derive(Debug, Clone, Copy)]
 pub struct LoopParams<'a> {

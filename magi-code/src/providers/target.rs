@@ -14,9 +14,6 @@ pub enum Api {
     Anthropic,
 }
 
-/// The output bound sent with every request unless settings give another.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
-
 /// A locally ready HTTP provider.
 #[derive(Clone)]
 pub struct Target {
@@ -91,15 +88,18 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
                 Some(var) => Some(std::env::var(var).ok().filter(|k| !k.is_empty())?),
                 None => None,
             };
-            // TODO(wire_api): configured providers choose Responses with `wire_api`.
-            (Api::OpenAi, WireApi::OpenAiChat, c.base_url.clone(), key)
+            let wire = match c.wire_api {
+                crate::config::WireApi::Chat => WireApi::OpenAiChat,
+                crate::config::WireApi::Responses => WireApi::OpenAiResponses,
+            };
+            (Api::OpenAi, wire, c.base_url.clone(), key)
         }
     };
     Some(Target {
         api,
         wire,
         provider: provider.to_owned(),
-        max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+        max_output_tokens: s.max_output_tokens_of(provider),
         base_url: base_url.trim_end_matches('/').to_owned(),
         key,
         model: model.to_owned(),
