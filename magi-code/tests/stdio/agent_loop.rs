@@ -83,6 +83,10 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
 
     let first = llm.next(WAIT);
     assert_eq!(first.path, "/v1/chat/completions");
+    assert!(first
+        .headers
+        .iter()
+        .any(|(k, v)| k == "accept" && v == "text/event-stream"));
     let msgs = first.body["messages"].as_array().unwrap();
     assert_eq!(msgs[0]["role"], "system");
     assert_eq!(
