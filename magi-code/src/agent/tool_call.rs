@@ -4,7 +4,7 @@ use super::approvals::{Decision, APPROVAL_EXPIRY};
 use super::emit::RunOutput;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
-use crate::tools::{self, ToolClass};
+use crate::tools::{self, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
 use crate::util::text::bounded;
 use protocol_core::limits::SUMMARY_BYTES;
@@ -38,15 +38,42 @@ pub struct ToolRun {
     pub is_error: bool,
 }
 
-/// Runs one tool call, emitting `activity` (and `approval.requested`) events and adding its
-/// activity records; returns what the model gets back. Refusals (unknown tool, policy, a
-/// denied or expired approval, cancellation) never run the tool and are error results.
-pub fn call(
+/// A call past its policy and approval, its `started` activity emitted.
+#[derive(Debug)]
+pub struct Prepared {
+    activity_id: String,
+    shown: String,
+    described: String,
+    /// Why it must not run, if so.
+    refused: Option<&'static str>,
+}
+
+impl Prepared {
+    /// Whether the tool may run.
+    #[must_use]
+    pub fn may_run(&self) -> bool {
+        self.refused.is_none()
+    }
+}
+
+/// Whether a call runs without asking: a read-class built-in whose policy is `allow`, with an
+/// object input. Such calls may run concurrently.
+#[must_use]
+pub fn runs_unasked(out: &RunOutput<'_>, name: &str, input: &Value) -> bool {
+    tools::class(name) == Some(ToolClass::Read)
+        && out.ctx.rt.settings.tool_read == Policy::Allow
+        && input.is_object()
+}
+
+/// Emits the call's `started` activity, then applies its policy, asking for approval when it
+/// says `ask`. Refusals (unknown tool, input that is not an object, policy, a denied or
+/// expired approval, cancellation) mean the tool never runs.
+pub fn prepare(
     out: &mut RunOutput<'_>,
     name: &str,
     input: &Value,
     records: &mut Vec<Record>,
-) -> ToolRun {
+) -> Prepared {
     let ctx = out.ctx;
     let activity_id = format!("t-{}", uuid::Uuid::new_v4().simple());
     let shown = safe_name(name).unwrap_or_else(|| "tool".into());
@@ -91,17 +118,25 @@ pub fn call(
             }
         }
     };
-    let (state, summary, run) = match refused {
-        Some(why) => (
-            ActivityState::Failed,
-            format!("{described}: {why}"),
-            ToolRun {
-                output: why.to_owned(),
-                is_error: true,
-            },
-        ),
-        None => {
-            let o = tools::run(name, input, &ctx.rt.cwd, ctx.cancel);
+    Prepared {
+        activity_id,
+        shown,
+        described,
+        refused,
+    }
+}
+
+/// Emits the call's final activity for what the tool produced (`None` when it did not run)
+/// and returns what the model gets back.
+pub fn complete(
+    out: &mut RunOutput<'_>,
+    p: Prepared,
+    outcome: Option<ToolOutcome>,
+    records: &mut Vec<Record>,
+) -> ToolRun {
+    let described = &p.described;
+    let (state, summary, run) = match (p.refused, outcome) {
+        (None, Some(o)) => {
             let state = if o.ok {
                 ActivityState::Completed
             } else {
@@ -113,10 +148,35 @@ pub fn call(
             };
             (state, format!("{described}: {}", o.summary), run)
         }
+        (why, _) => {
+            let why = why.unwrap_or("cancelled");
+            (
+                ActivityState::Failed,
+                format!("{described}: {why}"),
+                ToolRun {
+                    output: why.to_owned(),
+                    is_error: true,
+                },
+            )
+        }
     };
     let summary = bounded(&sanitize_text(&summary), SUMMARY_BYTES);
-    let (event, record) = activity(out, &activity_id, state, &shown, &summary);
+    let (event, record) = activity(out, &p.activity_id, state, &p.shown, &summary);
     out.critical("activity", event);
     records.push(record);
     run
+}
+
+/// Runs one tool call through [`prepare`], the tool, and [`complete`].
+pub fn call(
+    out: &mut RunOutput<'_>,
+    name: &str,
+    input: &Value,
+    records: &mut Vec<Record>,
+) -> ToolRun {
+    let p = prepare(out, name, input, records);
+    let outcome = p
+        .may_run()
+        .then(|| tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel));
+    complete(out, p, outcome, records)
 }

@@ -262,42 +262,118 @@ pub fn execute(
     finish(out, end, records, degraded)
 }
 
-/// Runs a step's calls in the model's order; every call gets its result, also when the run
-/// is cancelled before it starts.
+/// Read-class calls that run unasked, at most this many at once (`runner.md` 2).
+const CONCURRENT_READS: usize = 4;
+
+/// Runs a step's calls and answers every one, results in the model's order; a run of
+/// consecutive read-class calls that need no approval runs concurrently, up to
+/// [`CONCURRENT_READS`] at a time. A call the run's cancellation reaches before it starts gets
+/// an error result without running.
 fn run_calls(
     out: &mut RunOutput<'_>,
     calls: &[(String, String, Value)],
     records: &mut Vec<Record>,
 ) -> Vec<Item> {
     let mut results = Vec::with_capacity(calls.len());
-    for (call_id, name, input) in calls {
-        records.push(out.record(Body::ToolCall {
-            run_id: out.run_id.clone(),
-            call_id: call_id.clone(),
-            name: name.clone(),
-            input: input.clone(),
-        }));
-        let run = if out.ctx.cancel.is_cancelled() {
-            ToolRun {
-                output: "cancelled: the call did not run".to_owned(),
-                is_error: true,
-            }
+    let mut i = 0;
+    while i < calls.len() {
+        let mut n = 1;
+        while i + n < calls.len()
+            && n < CONCURRENT_READS
+            && tool_call::runs_unasked(out, &calls[i].1, &calls[i].2)
+            && tool_call::runs_unasked(out, &calls[i + n].1, &calls[i + n].2)
+        {
+            n += 1;
+        }
+        let batch = &calls[i..i + n];
+        let runs = if n == 1 {
+            vec![answer_one(out, &batch[0], records)]
         } else {
-            tool_call::call(out, name, input, records)
+            answer_batch(out, batch, records)
         };
-        records.push(out.record(Body::ToolResult {
-            run_id: out.run_id.clone(),
-            call_id: call_id.clone(),
-            output: run.output.clone(),
-            is_error: run.is_error,
-        }));
-        results.push(Item::ToolResult {
-            call_id: call_id.clone(),
-            output: run.output,
-            is_error: run.is_error,
-        });
+        for ((call_id, _, _), run) in batch.iter().zip(runs) {
+            records.push(out.record(Body::ToolResult {
+                run_id: out.run_id.clone(),
+                call_id: call_id.clone(),
+                output: run.output.clone(),
+                is_error: run.is_error,
+            }));
+            results.push(Item::ToolResult {
+                call_id: call_id.clone(),
+                output: run.output,
+                is_error: run.is_error,
+            });
+        }
+        i += n;
     }
     results
+}
+
+fn call_record(out: &RunOutput<'_>, (call_id, name, input): &(String, String, Value)) -> Record {
+    out.record(Body::ToolCall {
+        run_id: out.run_id.clone(),
+        call_id: call_id.clone(),
+        name: name.clone(),
+        input: input.clone(),
+    })
+}
+
+fn answer_one(
+    out: &mut RunOutput<'_>,
+    call: &(String, String, Value),
+    records: &mut Vec<Record>,
+) -> ToolRun {
+    records.push(call_record(out, call));
+    if out.ctx.cancel.is_cancelled() {
+        return ToolRun {
+            output: "cancelled: the call did not run".to_owned(),
+            is_error: true,
+        };
+    }
+    tool_call::call(out, &call.1, &call.2, records)
+}
+
+/// Concurrent read calls: every `started` activity in order, the tools on scoped threads,
+/// then every final activity in order, so events keep the model's order.
+fn answer_batch(
+    out: &mut RunOutput<'_>,
+    batch: &[(String, String, Value)],
+    records: &mut Vec<Record>,
+) -> Vec<ToolRun> {
+    let prepared: Vec<_> = batch
+        .iter()
+        .map(|call| {
+            records.push(call_record(out, call));
+            (!out.ctx.cancel.is_cancelled()).then(|| tool_call::prepare(out, &call.1, &call.2, records))
+        })
+        .collect();
+    let (cwd, cancel) = (&out.ctx.rt.cwd, out.ctx.cancel);
+    let outcomes: Vec<Option<crate::tools::ToolOutcome>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = batch
+            .iter()
+            .zip(&prepared)
+            .map(|((_, name, input), p)| {
+                p.as_ref()
+                    .filter(|p| p.may_run())
+                    .map(|_| scope.spawn(move || crate::tools::run(name, input, cwd, cancel)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.and_then(|h| h.join().ok()))
+            .collect()
+    });
+    prepared
+        .into_iter()
+        .zip(outcomes)
+        .map(|(p, o)| match p {
+            Some(p) => tool_call::complete(out, p, o, records),
+            None => ToolRun {
+                output: "cancelled: the call did not run".to_owned(),
+                is_error: true,
+            },
+        })
+        .collect()
 }
 
 /// Appends the last records with `run_finished` and says what became of them.
