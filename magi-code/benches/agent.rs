@@ -1,0 +1,375 @@
+//! Agent-loop benchmark: prints one table.
+//!
+//! - echo turn (`turn.start` → `run.finished`), median of 50 turns in a fresh session and of
+//!   50 turns in a session that already holds 4,000 turns; target: the second within 1.5× of
+//!   the first (a turn's cost must not grow with the session);
+//! - the disk's own fsync'd append median, measured in the same run beside the echo turn (the
+//!   echo path does two fsync'd appends per turn);
+//! - deltas/s from a loopback SSE server (Chat Completions) through the binary to frames on
+//!   stdout, against a floor that reads the same SSE and writes one line per event; target
+//!   ≥ 0.5× the floor;
+//! - `status` round trip p99 while a stream runs; target < 2 ms.
+//!
+//! Run: `cargo bench -p magi-code --bench agent` (`MC_BENCH_QUICK=1` for a short run).
+
+use magi_code::cli::client::{serve_command, Frames, Server};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{ChildStdout, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+struct Child {
+    server: Server,
+    frames: Frames<ChildStdout>,
+    n: u64,
+}
+
+impl Child {
+    fn start(home: &Path, cwd: &Path) -> Self {
+        let mut cmd = serve_command(Path::new(SERVER));
+        cmd.env("MC_HOME", home)
+            .current_dir(cwd)
+            .stderr(Stdio::null());
+        let mut server = Server::spawn(cmd).expect("spawn");
+        let frames = server.frames().expect("stdout");
+        let mut c = Self {
+            server,
+            frames,
+            n: 0,
+        };
+        let r = c.call("initialize", &json!({"required_capabilities": []}));
+        assert!(r.get("result").is_some(), "{r}");
+        c
+    }
+
+    fn send(&mut self, method: &str, params: &Value) -> String {
+        self.n += 1;
+        let id = format!("q{}", self.n);
+        self.server.send(&id, method, params).expect("send");
+        id
+    }
+
+    fn next(&mut self) -> Value {
+        self.frames.next_frame().expect("child closed").expect("frame")
+    }
+
+    fn call(&mut self, method: &str, params: &Value) -> Value {
+        let id = self.send(method, params);
+        loop {
+            let v = self.next();
+            if v["id"] == id.as_str() {
+                return v;
+            }
+        }
+    }
+
+    /// One turn: ms from `turn.start` to `run.finished`, and the delta frames seen.
+    fn turn(&mut self, sid: &str, prompt: &str) -> (f64, usize) {
+        let t0 = Instant::now();
+        self.send("turn.start", &json!({"session_id": sid, "prompt": prompt}));
+        let mut deltas = 0;
+        loop {
+            let v = self.next();
+            match v["event"].as_str() {
+                Some("message.delta") => deltas += 1,
+                Some("run.finished") => {
+                    assert_eq!(v["data"]["outcome"], "completed", "{v}");
+                    return (t0.elapsed().as_secs_f64() * 1e3, deltas);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        self.call("shutdown", &json!({}));
+        self.server.wait();
+    }
+}
+
+/// Writes a history of `turns` completed echo turns.
+fn write_history(home: &Path, cwd: &Path, id: &str, turns: usize) {
+    use std::fmt::Write as _;
+    let ts = "2026-12-01T08:00:00Z";
+    let cwd = std::fs::canonicalize(cwd).unwrap();
+    let mut body = format!(
+        "{}\n",
+        json!({"type":"session_meta","session_id":id,"ts":ts,"cwd":cwd})
+    );
+    for t in 0..turns {
+        let text = format!("echo turn number {t} with a few words in it");
+        let _ = writeln!(
+            body,
+            "{}",
+            json!({"type":"user_input","session_id":id,"ts":ts,"run_id":format!("r{t}"),"message_id":format!("u{t}"),"text":text})
+        );
+        let _ = writeln!(
+            body,
+            "{}",
+            json!({"type":"assistant_message","session_id":id,"ts":ts,"run_id":format!("r{t}"),"message_id":format!("a{t}"),"text":text})
+        );
+        let _ = writeln!(
+            body,
+            "{}",
+            json!({"type":"run_finished","session_id":id,"ts":ts,"run_id":format!("r{t}"),"outcome":"completed"})
+        );
+    }
+    std::fs::write(home.join("sessions").join(format!("{id}.jsonl")), body).unwrap();
+}
+
+/// Median echo turn (ms) over `n` turns, in a fresh session or one holding `prior` turns.
+fn echo_turns(prior: usize, n: usize) -> f64 {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("sessions")).unwrap();
+    let mut c = Child::start(home.path(), cwd.path());
+    let sid = if prior == 0 {
+        let r = c.call("session.create", &json!({}));
+        r["result"]["session_id"].as_str().unwrap().to_owned()
+    } else {
+        write_history(home.path(), cwd.path(), "big", prior);
+        let r = c.call("session.open", &json!({"session_id": "big"}));
+        assert!(r.get("result").is_some(), "{r}");
+        "big".to_owned()
+    };
+    let mut ms: Vec<f64> = (0..n)
+        .map(|i| c.turn(&sid, &format!("hello number {i}")).0)
+        .collect();
+    c.finish();
+    median(&mut ms)
+}
+
+/// Median ms of one fsync'd append of a 200-byte line on the disk the sessions live on.
+fn fsync_floor(n: usize) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("a.jsonl"))
+        .unwrap();
+    let line = format!("{}\n", "x".repeat(199));
+    let mut ms: Vec<f64> = (0..n)
+        .map(|_| {
+            let t0 = Instant::now();
+            f.write_all(line.as_bytes()).unwrap();
+            f.sync_data().unwrap();
+            t0.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    median(&mut ms)
+}
+
+/// A Chat Completions SSE body of `n` one-word deltas.
+fn chat_stream(n: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "data: {}\n\n",
+            json!({"choices":[{"index":0,"delta":{"content":format!("w{i} ")},"finish_reason":null}]})
+        ));
+    }
+    s.push_str(&format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})
+    ));
+    s.into_bytes()
+}
+
+/// Serves `body` (as SSE, in `pieces` flushed chunks `pause` apart) to `conns` connections.
+fn sse_server(body: Vec<u8>, pieces: usize, pause: Duration, conns: usize) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for _ in 0..conns {
+            let Ok((s, _)) = l.accept() else { return };
+            let body = body.clone();
+            std::thread::spawn(move || serve_sse(s, &body, pieces, pause));
+        }
+    });
+    base
+}
+
+fn serve_sse(s: TcpStream, body: &[u8], pieces: usize, pause: Duration) {
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).unwrap_or(0) == 0 {
+            return;
+        }
+        let h = h.trim_end().to_ascii_lowercase();
+        if h.is_empty() {
+            break;
+        }
+        if let Some(v) = h.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut req = vec![0u8; len];
+    let _ = r.read_exact(&mut req);
+    let mut w = s;
+    let _ = w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+    let step = body.len().div_ceil(pieces.max(1));
+    for c in body.chunks(step.max(1)) {
+        if w.write_all(c).and_then(|()| w.flush()).is_err() {
+            return;
+        }
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+    }
+}
+
+/// The floor: reads the same SSE over HTTP and writes one line per event to a pipe that is
+/// drained, like the binary's stdout; returns events/s.
+fn floor_stream(base: &str, events: usize) -> f64 {
+    let addr = base.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).unwrap();
+    let body = b"{}";
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let t0 = Instant::now();
+    let mut r = BufReader::new(s);
+    let (tx, rx) = mpsc::sync_channel::<String>(64);
+    let drain = std::thread::spawn(move || rx.iter().count());
+    let mut line = String::new();
+    let mut n = 0;
+    while r.read_line(&mut line).unwrap_or(0) > 0 {
+        if let Some(d) = line.strip_prefix("data: ") {
+            let v: Value = serde_json::from_str(d.trim()).unwrap_or(Value::Null);
+            let text = v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
+            tx.send(json!({"event": "message.delta", "text": text}).to_string())
+                .unwrap();
+            n += 1;
+        }
+        line.clear();
+    }
+    drop(tx);
+    drain.join().unwrap();
+    assert!(n >= events, "floor saw {n} events");
+    events as f64 / t0.elapsed().as_secs_f64()
+}
+
+fn provider_env(base: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let settings = json!({
+        "provider": "local", "model": "bench",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{base}/v1")}},
+    });
+    std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+    (home, cwd)
+}
+
+/// Deltas/s through the binary: one turn of `events` deltas; the delta frames received per
+/// second of the turn.
+fn binary_stream(events: usize) -> (f64, usize) {
+    let base = sse_server(chat_stream(events), 64, Duration::ZERO, 1);
+    let (home, cwd) = provider_env(&base);
+    let mut c = Child::start(home.path(), cwd.path());
+    let sid = c.call("session.create", &json!({}))["result"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (ms, deltas) = c.turn(&sid, "stream please");
+    c.finish();
+    (deltas as f64 / (ms / 1e3), deltas)
+}
+
+/// `status` round trips (ms) while a paced stream runs.
+fn status_during_stream(samples: usize) -> Vec<f64> {
+    let base = sse_server(chat_stream(4_000), 400, Duration::from_millis(5), 1);
+    let (home, cwd) = provider_env(&base);
+    let mut c = Child::start(home.path(), cwd.path());
+    let sid = c.call("session.create", &json!({}))["result"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.send("turn.start", &json!({"session_id": sid, "prompt": "go"}));
+    let mut rtt = Vec::new();
+    let mut finished = false;
+    while rtt.len() < samples && !finished {
+        let t0 = Instant::now();
+        let id = c.send("status", &json!({}));
+        loop {
+            let v = c.next();
+            if v["id"] == id.as_str() {
+                rtt.push(t0.elapsed().as_secs_f64() * 1e3);
+                break;
+            }
+            if v["event"] == "run.finished" {
+                finished = true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    while !finished {
+        finished = c.next()["event"] == "run.finished";
+    }
+    c.finish();
+    rtt
+}
+
+fn main() {
+    let quick = std::env::var_os("MC_BENCH_QUICK").is_some();
+    let (prior, turns) = if quick { (500, 20) } else { (4_000, 50) };
+    let fresh = echo_turns(0, turns);
+    let long = echo_turns(prior, turns);
+    let fsync = fsync_floor(if quick { 50 } else { 200 });
+    let events = if quick { 5_000 } else { 20_000 };
+    let rounds = if quick { 1 } else { 3 };
+    let mut bin = Vec::new();
+    let mut floor = Vec::new();
+    let mut got = 0;
+    for _ in 0..rounds {
+        let (r, d) = binary_stream(events);
+        bin.push(r);
+        got = d;
+        let base = sse_server(chat_stream(events), 64, Duration::ZERO, 1);
+        floor.push(floor_stream(&base, events));
+    }
+    let (b, f) = (median(&mut bin), median(&mut floor));
+    let mut rtt = status_during_stream(if quick { 100 } else { 300 });
+    let p99 = pct(&mut rtt, 0.99);
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    println!();
+    println!("| measure | magi-code | floor | target | verdict |");
+    println!("| --- | ---: | ---: | --- | --- |");
+    println!(
+        "| echo turn, median of {turns}: fresh session / after {prior} turns | {fresh:.2} ms / {long:.2} ms | – | second ≤ 1.5× first | {} |",
+        verdict(long <= 1.5 * fresh)
+    );
+    println!(
+        "| echo turn median beside one fsync'd append (the turn does two) | {fresh:.2} ms | {fsync:.2} ms | – | – |"
+    );
+    println!(
+        "| deltas/s, loopback SSE → frames on stdout ({events} events, {got} delta frames), median of {rounds} | {b:.0} | {f:.0} | ≥ 0.5× floor | {:.0}% {} |",
+        100.0 * b / f,
+        verdict(b >= 0.5 * f)
+    );
+    println!(
+        "| status round trip while streaming, p99 of {} | {p99:.2} ms | – | < 2 ms | {} |",
+        rtt.len(),
+        verdict(p99 < 2.0)
+    );
+}
