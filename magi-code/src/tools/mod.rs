@@ -1,7 +1,10 @@
-//! What a model may call: the built-in tools, their policy classes and bounded outcomes.
+//! What a model may call: the built-in tools, their definitions and policy classes, the
+//! registry a run offers, and bounded outcomes.
 
 pub mod builtin;
 pub mod outcome;
+pub mod registry;
 
-pub use builtin::{class, describe, run};
+pub use builtin::{class, describe, run, specs};
 pub use outcome::{ToolClass, ToolOutcome, OUTPUT_BYTES};
+pub use registry::{AddError, ToolKind, ToolRegistry, TOOL_NAME_BYTES};

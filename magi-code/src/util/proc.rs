@@ -1,25 +1,122 @@
 //! Child processes: bounded capture of their pipes and killing their process group.
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// Output kept from a child's pipes, in arrival order, at most `max` bytes.
+/// Output kept from a child's pipes in arrival order, in bounded memory however much arrives:
+/// the first `head_max` bytes and the last `tail_max` bytes after them, counting the rest.
 #[derive(Debug)]
 pub struct Capture {
-    kept: Vec<u8>,
-    cut: bool,
-    max: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: u64,
+    head_max: usize,
+    tail_max: usize,
+}
+
+/// What a [`Capture`] kept, as lossy UTF-8: `head`, then `dropped` bytes not kept, then `tail`
+/// (contiguous with `head` when nothing was dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captured {
+    /// The first bytes.
+    pub head: String,
+    /// How many bytes between them were not kept (partial characters at the cuts included).
+    pub dropped: u64,
+    /// The last bytes.
+    pub tail: String,
 }
 
 impl Capture {
-    /// An empty capture keeping at most `max` bytes.
+    /// An empty capture keeping at most `head_max` leading and `tail_max` trailing bytes.
     #[must_use]
-    pub fn new(max: usize) -> Self {
+    pub fn new(head_max: usize, tail_max: usize) -> Self {
         Self {
-            kept: Vec::new(),
-            cut: false,
-            max,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            dropped: 0,
+            head_max,
+            tail_max,
         }
+    }
+
+    /// Adds bytes that arrived.
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        let take = bytes
+            .len()
+            .min(self.head_max.saturating_sub(self.head.len()));
+        self.head.extend_from_slice(&bytes[..take]);
+        bytes = &bytes[take..];
+        if bytes.len() >= self.tail_max {
+            let skip = bytes.len() - self.tail_max;
+            self.dropped += (self.tail.len() + skip) as u64;
+            self.tail.clear();
+            bytes = &bytes[skip..];
+        } else {
+            let over = (self.tail.len() + bytes.len()).saturating_sub(self.tail_max);
+            self.dropped += over as u64;
+            self.tail.drain(..over);
+        }
+        self.tail.extend(bytes);
+    }
+
+    /// What was kept; a character split by a cut is dropped whole.
+    #[must_use]
+    pub fn parts(&self) -> Captured {
+        let (tail_a, tail_b) = self.tail.as_slices();
+        if self.dropped == 0 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(tail_a);
+            all.extend_from_slice(tail_b);
+            return Captured {
+                head: String::from_utf8_lossy(&all).into_owned(),
+                dropped: 0,
+                tail: String::new(),
+            };
+        }
+        let mut tail = Vec::with_capacity(self.tail.len());
+        tail.extend_from_slice(tail_a);
+        tail.extend_from_slice(tail_b);
+        let head_end = whole_chars_end(&self.head);
+        let tail_start = tail
+            .iter()
+            .take(3)
+            .take_while(|b| is_continuation(**b))
+            .count();
+        let split = (self.head.len() - head_end + tail_start) as u64;
+        Captured {
+            head: String::from_utf8_lossy(&self.head[..head_end]).into_owned(),
+            dropped: self.dropped + split,
+            tail: String::from_utf8_lossy(&tail[tail_start..]).into_owned(),
+        }
+    }
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// The length of `b` without a multi-byte character left incomplete at its end.
+fn whole_chars_end(b: &[u8]) -> usize {
+    let conts = b
+        .iter()
+        .rev()
+        .take(3)
+        .take_while(|x| is_continuation(**x))
+        .count();
+    let Some(&lead) = b.len().checked_sub(conts + 1).and_then(|i| b.get(i)) else {
+        return b.len();
+    };
+    let want = match lead {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => return b.len(),
+    };
+    if conts + 1 < want {
+        b.len() - conts - 1
+    } else {
+        b.len()
     }
 }
 
@@ -27,31 +124,23 @@ fn lock(c: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
     c.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Reads a pipe to its end so the child never blocks, keeping what fits.
+/// Reads a pipe to its end so the child never blocks, keeping what the capture keeps.
 pub fn drain(mut r: impl Read, cap: &Mutex<Capture>) {
     let mut chunk = vec![0u8; 8192];
     loop {
         match r.read(&mut chunk) {
             Ok(0) => return,
-            Ok(n) => {
-                let mut c = lock(cap);
-                let take = n.min(c.max.saturating_sub(c.kept.len()));
-                c.kept.extend_from_slice(&chunk[..take]);
-                if take < n {
-                    c.cut = true;
-                }
-            }
+            Ok(n) => lock(cap).push(&chunk[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }
     }
 }
 
-/// What was captured (lossy UTF-8) and whether anything was cut.
+/// What was captured so far.
 #[must_use]
-pub fn captured(cap: &Mutex<Capture>) -> (String, bool) {
-    let c = lock(cap);
-    (String::from_utf8_lossy(&c.kept).into_owned(), c.cut)
+pub fn captured(cap: &Mutex<Capture>) -> Captured {
+    lock(cap).parts()
 }
 
 /// SIGKILLs the process group that `process_group(0)` made for the child (pgid = its pid).
@@ -69,5 +158,64 @@ pub fn kill_group(pid: u32) {
     // pid names only the child's own process group.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_both_ends_in_bounded_memory() {
+        let mut c = Capture::new(4, 3);
+        c.push(b"abcdefg");
+        assert_eq!(
+            c.parts(),
+            Captured {
+                head: "abcdefg".into(),
+                dropped: 0,
+                tail: String::new()
+            }
+        );
+        c.push(b"h");
+        let p = c.parts();
+        assert_eq!(
+            (p.head.as_str(), p.dropped, p.tail.as_str()),
+            ("abcd", 1, "fgh")
+        );
+        c.push(&[b'x'; 100]);
+        c.push(b"yz");
+        let p = c.parts();
+        assert_eq!(
+            (p.head.as_str(), p.dropped, p.tail.as_str()),
+            ("abcd", 103, "xyz")
+        );
+        assert!(c.tail.len() <= 3 && c.head.len() <= 4);
+    }
+
+    #[test]
+    fn capture_drops_characters_split_by_a_cut() {
+        // "€" is E2 82 AC: the head ends inside one, the tail starts inside another.
+        let mut c = Capture::new(5, 4);
+        c.push("ab€".as_bytes()); // 5 bytes: whole
+        c.push("€".as_bytes());
+        c.push(b"-");
+        c.push("€z".as_bytes());
+        let p = c.parts();
+        // The head "ab€" is whole; the tail keeps the last 4 bytes, "€z".
+        assert_eq!((p.head.as_str(), p.tail.as_str()), ("ab€", "€z"));
+        assert_eq!(p.dropped, 4);
+        let mut c = Capture::new(4, 2);
+        c.push("ab€€".as_bytes());
+        let p = c.parts();
+        // Kept E2 82 | AC E2 | 82 AC: both kept ends are partial characters.
+        assert_eq!((p.head.as_str(), p.tail.as_str()), ("ab", ""));
+        assert_eq!(p.dropped, 6);
+        // Invalid bytes stay lossy, never a panic.
+        let mut c = Capture::new(2, 2);
+        c.push(&[0xFF, 0xE2, 0x82, 0xFE, 0x80, 0x80]);
+        let p = c.parts();
+        assert_eq!((p.head.as_str(), p.tail.as_str()), ("\u{fffd}", ""));
+        assert_eq!(p.dropped, 5);
     }
 }

@@ -1,24 +1,36 @@
 //! `magi-code chat`: a person's terminal client over a real `serve --stdio` child.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-fn chat(
-    home: &std::path::Path,
-    cwd: &std::path::Path,
-    args: &[&str],
-    input: &str,
-) -> (i32, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_magi-code"))
-        .arg("chat")
+fn command(home: &Path, cwd: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_magi-code"));
+    c.arg("chat")
         .args(args)
         .env("MC_HOME", home)
+        // Colour must stay off for pipes even when NO_COLOR does not ask for it.
+        .env_remove("NO_COLOR")
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Settings that play `script` with the scripted provider.
+fn use_script(home: &Path, script: &str) {
+    let path = home.join("script.json");
+    std::fs::write(&path, script).unwrap();
+    let settings =
+        serde_json::json!({"model": "script", "providers": {"scripted": {"script": path}}});
+    std::fs::write(home.join("settings.json"), settings.to_string()).unwrap();
+}
+
+fn chat(home: &Path, cwd: &Path, args: &[&str], input: &str) -> (i32, String) {
+    let mut c = command(home, cwd, args).spawn().unwrap();
     c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = c.wait_with_output().unwrap();
     (
@@ -69,4 +81,207 @@ fn chat_asks_before_a_tool_runs() {
     let (_, out) = chat(home.path(), cwd.path(), &[], "write it\ny\n");
     assert!(out.contains("completed"), "{out}");
     assert!(cwd.path().join("a.txt").exists());
+}
+
+fn session_id(out: &str) -> String {
+    out.split_whitespace().nth(1).unwrap().to_owned()
+}
+
+#[test]
+fn piped_chat_exits_1_when_a_turn_failed_or_was_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // The echo model: the README's first command.
+    let (code, out) = chat(home.path(), cwd.path(), &[], "Hello, magi-code\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("magi> Hello, magi-code"), "{out}");
+    // A prompt over 16,384 bytes is refused, the next turn still runs.
+    let long = "a".repeat(16_385);
+    let (code, out) = chat(home.path(), cwd.path(), &[], &format!("{long}\nok\n"));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[turn refused: invalid_params]"), "{out}");
+    assert!(out.contains("magi> ok"), "{out}");
+    let (code, _) = chat(home.path(), cwd.path(), &[], &format!("{}\n", &long[1..]));
+    assert_eq!(code, 0, "16,384 bytes is a prompt");
+    // A failing scripted turn, with a tool activity before it: exit 1, no escapes.
+    use_script(
+        home.path(),
+        r#"{"turns":[{"steps":[{"tool":{"name":"read_file","input":{"path":"missing"}}},{"fail":"boom"}]}]}"#,
+    );
+    let (code, out) = chat(home.path(), cwd.path(), &[], "go\n");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("[read_file failed: read_file missing: not found]"),
+        "{out}"
+    );
+    assert!(out.contains("[failed: execution_failed]"), "{out}");
+    assert!(!out.contains('\x1b') && !out.contains('\x08'), "{out:?}");
+}
+
+#[test]
+fn chat_lists_and_opens_sessions() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let (_, first) = chat(home.path(), cwd.path(), &[], "one\n");
+    let (_, second) = chat(home.path(), cwd.path(), &[], "two\n");
+    let (a, b) = (session_id(&first), session_id(&second));
+    let (code, out) = chat(
+        home.path(),
+        cwd.path(),
+        &["--session", &a],
+        &format!("/help\n/sessions\n/open {b}\nthree\n"),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("/open ID"), "{out}");
+    let listed: Vec<&str> = out
+        .lines()
+        .map(|l| l.trim_start_matches("you> "))
+        .filter(|l| l.starts_with(&a) || l.starts_with(&b))
+        .collect();
+    assert_eq!(listed.len(), 2, "{out}");
+    for line in &listed {
+        let f: Vec<&str> = line.split("  ").collect();
+        // id, title (none yet), updated_at (RFC 3339 UTC), eligibility.
+        assert_eq!(f[1], "(untitled)", "{line}");
+        assert!(f[2].ends_with('Z') && f[2].contains('T'), "{line}");
+        assert_eq!(f[3], "available", "{line}");
+    }
+    let this = listed.iter().find(|l| l.starts_with(&a)).unwrap();
+    assert!(this.ends_with("(this chat)"), "{this}");
+    assert!(out.contains(&format!("session {b} opened")), "{out}");
+    assert!(out.contains("magi> three"), "{out}");
+    let history = |sid: &str| {
+        std::fs::read_to_string(home.path().join("sessions").join(format!("{sid}.jsonl"))).unwrap()
+    };
+    assert!(history(&b).contains("three") && !history(&a).contains("three"));
+    // A refused open keeps the chat on its session and fails a piped run.
+    let (code, out) = chat(
+        home.path(),
+        cwd.path(),
+        &["--session", &a],
+        "/open missing\n/bogus\nfour\n",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[open refused: session_missing]"), "{out}");
+    assert!(out.contains("unknown command /bogus"), "{out}");
+    assert!(history(&a).contains("four"));
+    assert!(!out.contains('\x1b'), "{out:?}");
+}
+
+/// Reads the child's stdout on a thread, so a test can wait for text while it runs.
+struct Live {
+    child: Child,
+    text: mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Live {
+    fn spawn(home: &Path, cwd: &Path) -> Self {
+        let mut child = command(home, cwd, &[]).spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, text) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0
+                    || tx
+                        .send(String::from_utf8_lossy(&buf[..n]).into_owned())
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            text,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits until the output so far holds `want` `times` times.
+    fn wait_for(&mut self, want: &str, times: usize) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while self.seen.matches(want).count() < times {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.text.recv_timeout(left) {
+                Ok(t) => self.seen.push_str(&t),
+                Err(_) => panic!("no {want:?} in {:?}", self.seen),
+            }
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    // Ctrl-C without a terminal: std cannot send a signal but SIGKILL.
+    #[allow(unsafe_code)]
+    fn interrupt(&self) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) with the pid of our own live child touches no memory of ours.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    }
+
+    /// Waits for the exit (at most 10 s) without closing stdin.
+    fn exit_code(&mut self) -> i32 {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                while let Ok(t) = self.text.recv_timeout(Duration::from_millis(200)) {
+                    self.seen.push_str(&t);
+                }
+                return st.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < end, "still running: {:?}", self.seen);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_then_quits_at_the_prompt() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    use_script(
+        home.path(),
+        r#"{"turns":[{"steps":[{"text":"start"},{"sleep_ms":30000},{"text":"never"}]},{"steps":[{"sleep_ms":30000}]}]}"#,
+    );
+    let mut live = Live::spawn(home.path(), cwd.path());
+    live.wait_for("you> ", 1);
+    live.send("go\n");
+    live.wait_for("magi> start", 1);
+    let began = Instant::now();
+    live.interrupt();
+    live.wait_for("[cancelled]", 1);
+    assert!(began.elapsed() < Duration::from_secs(5));
+    live.wait_for("you> ", 2);
+    // At the prompt Ctrl-C leaves, after a clean shutdown, with stdin still open.
+    live.interrupt();
+    assert_eq!(live.exit_code(), 0, "{}", live.seen);
+    assert!(!live.seen.contains("never"), "{}", live.seen);
+    // Piped output shows no waiting indicator.
+    assert!(!live.seen.contains('\x08') && !live.seen.contains('\x1b'));
+}
+
+#[test]
+fn ctrl_c_twice_leaves_a_running_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // The first Ctrl-C asks for the cancellation; the second leaves, whether the turn is
+    // still stopping or already back at the prompt.
+    use_script(home.path(), r#"{"turns":[{"steps":[{"sleep_ms":30000}]}]}"#);
+    let mut live = Live::spawn(home.path(), cwd.path());
+    live.wait_for("you> ", 1);
+    live.send("go\n");
+    live.wait_for("magi> ", 1);
+    let began = Instant::now();
+    live.interrupt();
+    live.wait_for("[stopping; Ctrl-C again leaves]", 1);
+    live.interrupt();
+    let code = live.exit_code();
+    assert!(began.elapsed() < Duration::from_secs(8));
+    assert_eq!(code, 0, "{}", live.seen);
 }

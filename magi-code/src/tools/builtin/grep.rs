@@ -4,17 +4,17 @@ use super::input::{
     io_phrase, open_regular, read_bounded, GrepIn, GREP_ENTRIES, GREP_FILES, GREP_FILE_BYTES,
     GREP_MATCHES,
 };
-use crate::tools::outcome::{ToolOutcome, OUTPUT_BYTES};
+use crate::tools::outcome::{bound_parts, ToolOutcome, HALF_BYTES, OUTPUT_BYTES};
 use crate::util::cancel::Cancel;
+use crate::util::proc::Capture;
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 /// What `grep` found so far.
 struct GrepState {
     re: regex::Regex,
-    out: String,
+    out: Capture,
     matches: usize,
     truncated: bool,
 }
@@ -45,9 +45,8 @@ impl GrepState {
                 return false;
             }
             self.matches += 1;
-            if self.out.len() <= OUTPUT_BYTES {
-                let _ = writeln!(self.out, "{display}:{}:{line}", k + 1);
-            }
+            self.out
+                .push(format!("{display}:{}:{line}\n", k + 1).as_bytes());
         }
         true
     }
@@ -71,7 +70,7 @@ pub(crate) fn grep(i: GrepIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     };
     let mut st = GrepState {
         re,
-        out: String::new(),
+        out: Capture::new(OUTPUT_BYTES, HALF_BYTES),
         matches: 0,
         truncated: false,
     };
@@ -85,7 +84,9 @@ pub(crate) fn grep(i: GrepIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
         return ToolOutcome::fail("not a file");
     }
     let summary = format!("{} matches", st.matches);
-    ToolOutcome::success(summary, st.out, st.truncated)
+    let found = st.out.parts();
+    let output = bound_parts(&found.head, found.dropped, &found.tail, st.truncated);
+    ToolOutcome::success(summary, output, false)
 }
 
 /// Walks a folder in sorted pre-order: no symlinks, no `.git` or `target` folders, regular

@@ -6,8 +6,11 @@
 mod grep;
 mod input;
 mod read;
+mod schema;
 mod shell;
 mod write;
+
+pub use schema::specs;
 
 use crate::tools::outcome::{one_line, ToolClass, ToolOutcome};
 use crate::util::cancel::Cancel;

@@ -4,7 +4,7 @@ use super::input::{
     invalid, io_phrase, open_regular, read_bounded, ListDirIn, ReadFileIn, FILE_BYTES,
     LIST_ENTRIES, READ_LIMIT_DEFAULT, READ_LIMIT_MAX,
 };
-use crate::tools::outcome::{ToolOutcome, OUTPUT_BYTES};
+use crate::tools::outcome::ToolOutcome;
 use crate::util::cancel::Cancel;
 use std::collections::BinaryHeap;
 use std::fs;
@@ -35,9 +35,8 @@ pub(crate) fn read_file(i: ReadFileIn, cwd: &Path) -> ToolOutcome {
     let mut n = 0usize;
     for piece in pieces.by_ref().take(limit) {
         n += 1;
-        if out.len() <= OUTPUT_BYTES {
-            out.push_str(piece);
-        }
+        // The whole selection (at most FILE_BYTES): its end is kept too when it is long.
+        out.push_str(piece);
     }
     // The 8 MiB cut matters only when the selection ran into it.
     let truncated = over && pieces.next().is_none();

@@ -2,7 +2,7 @@
 //! timeout or cancellation, with both pipes drained and bounded.
 
 use super::input::{invalid, ShellIn, SHELL_TIMEOUT_DEFAULT_MS, SHELL_TIMEOUT_MAX_MS};
-use crate::tools::outcome::{bound_output, one_line, ToolOutcome, OUTPUT_BYTES};
+use crate::tools::outcome::{bound_parts, one_line, ToolOutcome, HALF_BYTES, OUTPUT_BYTES};
 use crate::util::cancel::Cancel;
 use crate::util::proc::{captured, drain, kill_group, Capture};
 use std::io::Read;
@@ -42,7 +42,7 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
         return ToolOutcome::fail("failed to start");
     };
     let pid = child.id();
-    let cap = Arc::new(Mutex::new(Capture::new(OUTPUT_BYTES)));
+    let cap = Arc::new(Mutex::new(Capture::new(OUTPUT_BYTES, HALF_BYTES)));
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let mut open = 0usize;
     let pipes: [Option<Box<dyn Read + Send>>; 2] = [
@@ -102,11 +102,10 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
         }
     }
     let (ok, summary) = exit_summary(status);
-    let (output, cut) = captured(&cap);
     ToolOutcome {
         ok,
         summary: one_line(&summary),
-        output: bound_output(output, cut),
+        output: bounded_capture(&cap),
     }
 }
 
@@ -139,12 +138,17 @@ fn stop(
         }
         open -= 1;
     }
-    let (output, cut) = captured(cap);
     ToolOutcome {
         ok: false,
         summary: one_line(phrase),
-        output: bound_output(output, cut),
+        output: bounded_capture(cap),
     }
+}
+
+/// Both pipes' output for the model: its first and last bytes when it was long.
+fn bounded_capture(cap: &Mutex<Capture>) -> String {
+    let c = captured(cap);
+    bound_parts(&c.head, c.dropped, &c.tail, false)
 }
 
 #[cfg(test)]
@@ -244,7 +248,11 @@ mod tests {
         assert_eq!((o.ok, o.summary.as_str()), (true, "exit 0"));
         assert!(start.elapsed() < Duration::from_secs(10));
         assert!(o.output.len() <= OUTPUT_BYTES);
-        assert!(o.output.ends_with(&format!("\n{TRUNCATED}")));
+        // Both ends are kept: the first stdout bytes and the last bytes, `done` among them.
+        assert!(o.output.starts_with("aaaa"), "{}", &o.output[..10]);
+        assert!(o.output.ends_with("done\n"));
+        assert!(o.output.contains(" bytes cut …]\n"));
+        assert!(!o.output.contains(TRUNCATED));
     }
 
     #[test]

@@ -2,7 +2,10 @@
 
 use super::input::{FILE_BYTES, GREP_FILE_BYTES, GREP_MATCHES, LIST_ENTRIES};
 use super::*;
-use crate::tools::outcome::{bound_output, OUTPUT_BYTES, SUMMARY_BYTES, TRUNCATED};
+use crate::tools::outcome::{
+    bound_output, bound_parts, cut_line, CUT_LINE_ROOM, HALF_BYTES, OUTPUT_BYTES, SUMMARY_BYTES,
+    TRUNCATED,
+};
 use serde_json::json;
 use std::ffi::OsString;
 use std::fs::{self, Permissions};
@@ -142,37 +145,78 @@ fn fifo_never_hangs() {
     assert!(start.elapsed() < Duration::from_secs(2));
 }
 
+/// Splits a cut output into (head, cut line, tail).
+fn cut_apart(out: &str) -> (&str, &str, &str) {
+    let at = out.find("\n[… ").expect("a cut line");
+    let (line, tail) = out[at + 1..].split_once('\n').unwrap();
+    (&out[..at], line, tail)
+}
+
 #[test]
-fn output_truncation_at_char_boundary() {
-    let limit = OUTPUT_BYTES - TRUNCATED.len() - 1;
-    // "€" (3 bytes) straddles the cut point.
-    let s = format!("{}€{}", "a".repeat(limit - 1), "b".repeat(100));
-    assert!(s.len() > OUTPUT_BYTES);
-    let out = bound_output(s, false);
-    assert!(out.len() <= OUTPUT_BYTES);
-    assert!(out == format!("{}\n{TRUNCATED}", "a".repeat(limit - 1)));
-    // Exactly OUTPUT_BYTES fits untouched; flagged short output gets the marker.
+fn output_keeps_both_ends_around_a_cut_line() {
+    // Exactly OUTPUT_BYTES is kept whole; one byte more is cut in the middle.
     let s = "b".repeat(OUTPUT_BYTES);
     assert!(bound_output(s.clone(), false) == s);
+    let s = format!("{}{}", "h".repeat(HALF_BYTES), "t".repeat(HALF_BYTES + 1));
+    let out = bound_output(s.clone(), false);
+    assert!(out.len() <= OUTPUT_BYTES && out.len() > OUTPUT_BYTES - CUT_LINE_ROOM);
+    let (head, line, tail) = cut_apart(&out);
+    assert!(s.starts_with(head) && s.ends_with(tail));
+    assert!(head.chars().all(|c| c == 'h') && tail.chars().all(|c| c == 't'));
+    let room = OUTPUT_BYTES - CUT_LINE_ROOM;
+    assert_eq!((head.len(), tail.len()), (room / 2, room - room / 2));
+    assert_eq!(line, cut_line((s.len() - head.len() - tail.len()) as u64));
+    assert_eq!(line, format!("[… {} bytes cut …]", s.len() - room));
+
+    // "€" (3 bytes) straddles both cut points: each is dropped whole.
+    let (hb, tb) = (room / 2, room - room / 2);
+    let s = format!(
+        "{}€{}€{}",
+        "a".repeat(hb - 1),
+        "m".repeat(OUTPUT_BYTES),
+        "z".repeat(tb - 2)
+    );
+    let out = bound_output(s.clone(), false);
+    assert!(out.len() <= OUTPUT_BYTES);
+    let (head, line, tail) = cut_apart(&out);
+    assert!(head == "a".repeat(hb - 1));
+    assert!(tail == "z".repeat(tb - 2));
+    assert_eq!(line, cut_line((OUTPUT_BYTES + 6) as u64));
+
+    // Output the tool cut short keeps its marker, within the bound.
+    let fits = format!("{}x", "b".repeat(OUTPUT_BYTES - TRUNCATED.len() - 2));
+    let out = bound_output(fits.clone(), true);
+    assert_eq!(out.len(), OUTPUT_BYTES);
+    assert!(out == format!("{fits}\n{TRUNCATED}"));
+    let out = bound_output(format!("{fits}y"), true);
+    assert!(out.len() <= OUTPUT_BYTES);
+    assert!(out.ends_with(&format!("xy\n{TRUNCATED}")));
+    assert!(out.contains("\n[… ") && out.contains(" bytes cut …]\n"));
     assert_eq!(
         bound_output("x\n".to_owned(), true),
         format!("x\n{TRUNCATED}")
     );
     assert_eq!(bound_output(String::new(), true), TRUNCATED);
+    // A stream whose middle was dropped before: the count includes it.
+    assert_eq!(
+        bound_parts("ab", 10, "yz", false),
+        format!("ab\n{}\nyz", cut_line(10))
+    );
+    assert_eq!(bound_parts("ab\n", 0, "yz", false), "ab\nyz");
 
-    // End to end through read_file: lines of multi-byte characters.
+    // End to end through read_file: lines of multi-byte characters, both ends kept.
     let d = tempfile::tempdir().unwrap();
     let line = format!("{}\n", "é€😀".repeat(33)); // 9 * 33 + 1 bytes
-    fs::write(d.path().join("big"), line.repeat(1_000)).unwrap();
+    let body = line.repeat(1_000);
+    fs::write(d.path().join("big"), &body).unwrap();
     let o = go("read_file", json!({"path": "big"}), d.path());
     assert!(o.ok);
     assert_eq!(o.summary, "read 1000 lines");
     assert!(o.output.len() <= OUTPUT_BYTES);
-    assert!(o.output.len() > OUTPUT_BYTES - 16);
-    assert!(o.output.ends_with(&format!("\n{TRUNCATED}")));
-    assert!(line
-        .repeat(1_000)
-        .starts_with(o.output.trim_end_matches(TRUNCATED).trim_end()));
+    assert!(o.output.len() > OUTPUT_BYTES - CUT_LINE_ROOM - 4);
+    let (head, _, tail) = cut_apart(&o.output);
+    assert!(body.starts_with(head) && body.ends_with(tail));
+    assert!(tail.ends_with(&line));
 }
 
 #[test]
@@ -284,6 +328,26 @@ fn grep_match_bound() {
     let o = go("grep", json!({"pattern": "hit"}), d.path());
     assert_eq!(o.summary, "500 matches");
     assert!(o.output.ends_with(&format!("m:500:hit\n{TRUNCATED}")));
+    // Long matches: the first and the last are kept around the cut line, then the marker.
+    fs::write(
+        d.path().join("m"),
+        format!("hit{}\n", "€".repeat(400)).repeat(GREP_MATCHES),
+    )
+    .unwrap();
+    let o = go("grep", json!({"pattern": "hit"}), d.path());
+    assert!(o.output.len() <= OUTPUT_BYTES);
+    assert!(o.output.starts_with("m:1:hit€"));
+    assert!(o
+        .output
+        .ends_with(&format!("m:500:hit{}\n{TRUNCATED}", "€".repeat(400))));
+    let (head, _, tail) = cut_apart(&o.output);
+    assert!(head.len() > HALF_BYTES - CUT_LINE_ROOM && tail.len() > HALF_BYTES - CUT_LINE_ROOM);
+    fs::remove_file(d.path().join("n")).unwrap();
+    let o = go("grep", json!({"pattern": "hit"}), d.path());
+    assert!(o
+        .output
+        .ends_with(&format!("m:500:hit{}\n", "€".repeat(400))));
+    assert!(!o.output.contains(TRUNCATED));
 }
 
 #[test]
@@ -306,22 +370,53 @@ fn write_file_paths() {
     );
     assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 1 bytes"));
     assert_eq!(fs::read_to_string(d.path().join("new.txt")).unwrap(), "x");
+    // Decision 31: missing parent folders are created, relative or absolute.
     let o = go(
         "write_file",
         json!({"path": "no/such/f.txt", "content": "x"}),
         d.path(),
     );
-    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
+    assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 1 bytes"));
+    assert_eq!(
+        fs::read_to_string(d.path().join("no/such/f.txt")).unwrap(),
+        "x"
+    );
+    let abs = d.path().join("abs/deeper/g.txt");
+    let o = go(
+        "write_file",
+        json!({"path": abs.to_str().unwrap(), "content": "y"}),
+        d.path(),
+    );
+    assert!(o.ok, "{}", o.summary);
+    assert_eq!(fs::read_to_string(&abs).unwrap(), "y");
+    // A file where a folder should be is no folder.
+    let o = go(
+        "write_file",
+        json!({"path": "new.txt/inner", "content": "x"}),
+        d.path(),
+    );
+    assert_eq!((o.ok, o.summary.as_str()), (false, "not a folder"));
+    assert_eq!(fs::read_to_string(d.path().join("new.txt")).unwrap(), "x");
     let o = go("write_file", json!({"path": ".", "content": "x"}), d.path());
     assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
     let big = "z".repeat(FILE_BYTES as usize + 1);
     let o = go(
         "write_file",
-        json!({"path": "big", "content": big}),
+        json!({"path": "big/f", "content": big}),
         d.path(),
     );
     assert_eq!((o.ok, o.summary.as_str()), (false, "too large"));
-    assert!(!d.path().join("big").exists());
+    assert!(
+        !d.path().join("big").exists(),
+        "no folder for a refused write"
+    );
+    let fits = "z".repeat(FILE_BYTES as usize);
+    let o = go(
+        "write_file",
+        json!({"path": "big", "content": fits}),
+        d.path(),
+    );
+    assert!(o.ok);
 }
 
 #[test]

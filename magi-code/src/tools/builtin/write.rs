@@ -6,13 +6,30 @@ use super::input::{
 use crate::store::replace_atomically;
 use crate::tools::outcome::ToolOutcome;
 use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
     if i.content.len() as u64 > FILE_BYTES {
         return ToolOutcome::fail("too large");
+    }
+    let path = cwd.join(&i.path);
+    // Decision 31: missing parent folders are created (with the process umask).
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        match fs::create_dir_all(parent) {
+            Ok(()) => {}
+            // A file stands where a folder should be.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::NotADirectory | ErrorKind::AlreadyExists
+                ) =>
+            {
+                return ToolOutcome::fail("not a folder")
+            }
+            Err(e) => return ToolOutcome::fail(io_phrase(&e)),
+        }
     }
     // Not O_TRUNC: nothing is cut before the target is known to be a regular file, and
     // O_NONBLOCK makes a FIFO without a reader fail (ENXIO) instead of hanging.
@@ -21,7 +38,7 @@ pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
         .create(true)
         .truncate(false)
         .custom_flags(libc::O_NONBLOCK)
-        .open(cwd.join(&i.path));
+        .open(&path);
     let mut file = match opened {
         Ok(f) => f,
         Err(e) => return ToolOutcome::fail(io_phrase(&e)),
