@@ -63,5 +63,5 @@ pub fn instructions(rt: &Runtime) -> String {
 /// The tools offered to the model.
 #[must_use]
 pub fn tools() -> Vec<ToolSpec> {
-    Vec::new()
+    crate::tools::specs()
 }

@@ -4,6 +4,7 @@ use super::approvals::{Decision, APPROVAL_EXPIRY};
 use super::emit::RunOutput;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
+use crate::tools::outcome::bound_output;
 use crate::tools::{self, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
 use crate::util::text::bounded;
@@ -142,8 +143,15 @@ pub fn complete(
             } else {
                 ActivityState::Failed
             };
+            // A failure's summary (`exit 3`, `not found`) heads the output unless it already
+            // does: Chat and Responses results carry no error flag, so the text must say it.
+            let output = if o.ok || o.output.starts_with(&o.summary) {
+                o.output
+            } else {
+                bound_output(format!("{}\n{}", o.summary, o.output), false)
+            };
             let run = ToolRun {
-                output: o.output,
+                output,
                 is_error: !o.ok,
             };
             (state, format!("{described}: {}", o.summary), run)
