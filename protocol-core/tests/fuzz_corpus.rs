@@ -14,6 +14,9 @@ const TARGETS: [(&str, Target); 3] = [
     ("engine", protocol_core::fuzzing::engine),
 ];
 
+/// Corpora of magi-code's provider targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs`.
+const MAGI_CODE_TARGETS: [&str; 4] = ["sse", "anthropic", "openai_chat", "openai_responses"];
+
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
 }
@@ -78,7 +81,7 @@ fn corpus_has_only_known_targets() {
     for d in dirs {
         let name = d.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
-            TARGETS.iter().any(|(t, _)| *t == name),
+            TARGETS.iter().any(|(t, _)| *t == name) || MAGI_CODE_TARGETS.contains(&name.as_str()),
             "fuzz/corpus/{name} has no matching protocol_core::fuzzing function"
         );
     }
