@@ -5,7 +5,10 @@
 use magi_code::providers::fuzzing;
 use std::path::Path;
 
-const TARGETS: [(&str, fn(&[u8])); 4] = [
+/// A fuzz entry point.
+type Entry = fn(&[u8]);
+
+const TARGETS: [(&str, Entry); 4] = [
     ("sse", fuzzing::sse),
     ("anthropic", fuzzing::anthropic),
     ("openai_chat", fuzzing::openai_chat),
@@ -14,7 +17,7 @@ const TARGETS: [(&str, fn(&[u8])); 4] = [
 
 /// Runs every file of `fuzz/<kind>/<target>` through `entry`; returns how many there were
 /// (none when the folder does not exist).
-fn replay(kind: &str, target: &str, entry: fn(&[u8])) -> usize {
+fn replay(kind: &str, target: &str, entry: Entry) -> usize {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fuzz")
         .join(kind)
