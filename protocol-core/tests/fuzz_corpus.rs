@@ -14,6 +14,9 @@ const TARGETS: [(&str, Target); 3] = [
     ("engine", protocol_core::fuzzing::engine),
 ];
 
+/// Corpora of magi-code's provider targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs`.
+const MAGI_CODE_TARGETS: [&str; 4] = ["sse", "anthropic", "openai_chat", "openai_responses"];
+
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
 }
@@ -71,19 +74,14 @@ fn regressions_replay_cleanly() {
     }
 }
 
-/// Targets over `magi_code::providers::fuzzing`, whose corpora magi-code replays.
-const BACKEND_TARGETS: [&str; 4] = ["sse", "anthropic", "openai_chat", "openai_responses"];
-
 #[test]
 fn corpus_has_only_known_targets() {
     let dirs = inputs_dirs(&fuzz_dir().join("corpus"));
     assert!(!dirs.is_empty(), "fuzz/corpus is missing");
     for d in dirs {
         let name = d.file_name().unwrap().to_string_lossy().into_owned();
-        // The provider decoders' corpora are replayed by magi-code's own corpus test.
-        let backend = BACKEND_TARGETS.contains(&name.as_str());
         assert!(
-            backend || TARGETS.iter().any(|(t, _)| *t == name),
+            TARGETS.iter().any(|(t, _)| *t == name) || MAGI_CODE_TARGETS.contains(&name.as_str()),
             "fuzz/corpus/{name} has no matching protocol_core::fuzzing function"
         );
     }
