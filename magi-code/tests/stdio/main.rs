@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agent_anthropic;
 mod agent_loop;
 mod catalog;
 mod chat_cli;

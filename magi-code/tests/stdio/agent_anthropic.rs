@@ -1,0 +1,219 @@
+//! The agent loop against a fake Anthropic Messages server, replaying the documented stream
+//! shapes (`provider-streams.md` 1): a `tool_use` whose input arrives in `input_json_delta`
+//! fragments, a signed `thinking` block passed back verbatim, `tool_result` blocks with
+//! `is_error`, parallel calls answered in one user message, and an `overloaded_error` after a
+//! 200.
+
+use crate::common::fake_llm::{FakeLlm, Reply};
+use crate::common::{result, start_session, Env, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn ev(data: &Value) -> String {
+    format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())
+}
+
+fn start() -> String {
+    ev(&json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 40, "output_tokens": 1}}}))
+}
+
+fn stop(reason: &str) -> Vec<String> {
+    vec![
+        ev(&json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 12}})),
+        ev(&json!({"type": "message_stop"})),
+    ]
+}
+
+/// Blocks for a `tool_use` at `index` whose input JSON is split in two fragments.
+fn tool_use(index: u64, id: &str, name: &str, input: &str) -> Vec<String> {
+    let cut = input.len() / 2;
+    vec![
+        ev(&json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})),
+        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": ""}})),
+        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[..cut]}})),
+        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[cut..]}})),
+        ev(&json!({"type": "content_block_stop", "index": index})),
+    ]
+}
+
+fn text(index: u64, t: &str) -> Vec<String> {
+    vec![
+        ev(&json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})),
+        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}})),
+        ev(&json!({"type": "content_block_stop", "index": index})),
+    ]
+}
+
+fn thinking(index: u64, t: &str, sig: &str) -> Vec<String> {
+    vec![
+        ev(&json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}})),
+        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": t}})),
+        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": sig}})),
+        ev(&json!({"type": "content_block_stop", "index": index})),
+    ]
+}
+
+fn reply(parts: Vec<Vec<String>>) -> Reply {
+    let mut chunks = vec![start()];
+    for p in parts {
+        chunks.extend(p);
+    }
+    Reply::sse(chunks)
+}
+
+fn env_for(llm: &FakeLlm) -> Env {
+    let mut env = Env::new();
+    env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
+    env.write_global_settings(&json!({
+        "provider": "anthropic", "model": "claude-sonnet-4-5",
+        "providers": {"anthropic": {"base_url": llm.base}},
+        "tools": {"read": "allow", "write": "deny"},
+    }));
+    env
+}
+
+fn turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
+    s.call(
+        "t",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": prompt}),
+    );
+    let mut frames = Vec::new();
+    loop {
+        let f = s.next();
+        let done = f["event"] == "run.finished";
+        frames.push(f);
+        if done {
+            return frames;
+        }
+    }
+}
+
+#[test]
+fn tool_use_thinking_and_results_go_back_in_the_documented_shape() {
+    let llm = FakeLlm::start(vec![
+        reply(vec![
+            thinking(0, "I should read both files.", "EqQBsig=="),
+            text(1, "Reading."),
+            tool_use(2, "toolu_A", "read_file", r#"{"path":"a.txt"}"#),
+            tool_use(3, "toolu_B", "write_file", r#"{"path":"b.txt","content":"x"}"#),
+            stop("tool_use"),
+        ]),
+        reply(vec![text(0, "Done: a says alpha."), stop("end_turn")]),
+    ]);
+    let env = env_for(&llm);
+    std::fs::write(env.cwd.join("a.txt"), "alpha\n").unwrap();
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = turn(&mut s, &sid, "read a, write b");
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "completed", "{frames:#?}");
+
+    let first = llm.next(WAIT);
+    assert_eq!(first.path, "/v1/messages");
+    assert!(first.body["system"].as_str().unwrap().contains("magi-code"));
+    assert_eq!(first.body["stream"], true);
+    assert!(first.body["max_tokens"].as_u64().unwrap() > 0);
+    let tool = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .unwrap()
+        .clone();
+    assert_eq!(tool["input_schema"]["type"], "object");
+
+    let second = llm.next(WAIT);
+    let msgs = second.body["messages"].as_array().unwrap();
+    let n = msgs.len();
+    let assistant = &msgs[n - 2];
+    assert_eq!(assistant["role"], "assistant");
+    let blocks = assistant["content"].as_array().unwrap();
+    assert_eq!(
+        blocks[0],
+        json!({"type": "thinking", "thinking": "I should read both files.", "signature": "EqQBsig=="}),
+        "the signed thinking block goes back verbatim, first"
+    );
+    assert_eq!(blocks[1]["type"], "text");
+    assert_eq!(blocks[2]["type"], "tool_use");
+    assert_eq!(blocks[2]["id"], "toolu_A");
+    assert_eq!(blocks[2]["input"], json!({"path": "a.txt"}));
+    assert_eq!(blocks[3]["id"], "toolu_B");
+    let user = &msgs[n - 1];
+    assert_eq!(user["role"], "user");
+    let results = user["content"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "both results in one user message");
+    assert_eq!(results[0]["type"], "tool_result");
+    assert_eq!(results[0]["tool_use_id"], "toolu_A");
+    assert_eq!(results[0]["is_error"], false);
+    assert!(results[0]["content"].as_str().unwrap().contains("alpha"));
+    assert_eq!(results[1]["tool_use_id"], "toolu_B");
+    assert_eq!(results[1]["is_error"], true, "policy deny is an error result");
+    assert!(!env.cwd.join("b.txt").exists());
+
+    // The thinking text is a provider summary: it shows in history; the signature never does.
+    let rev = fin["revision"].as_str().unwrap();
+    let page = s.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
+    let entries = result(&page)["entries"].as_array().unwrap().clone();
+    assert!(entries
+        .iter()
+        .any(|e| e["kind"] == "reasoning_summary" && e["text"] == "I should read both files."));
+    assert!(!page.to_string().contains("EqQBsig=="));
+}
+
+#[test]
+fn an_overloaded_error_after_200_fails_the_step_with_the_partial_reply() {
+    let mut chunks = vec![start()];
+    chunks.extend(vec![
+        ev(&json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+        ev(&json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half a"}})),
+        ev(&json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+    ]);
+    let llm = FakeLlm::start(vec![Reply::sse(chunks)]);
+    let env = env_for(&llm);
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = turn(&mut s, &sid, "hi");
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "failed");
+    assert_eq!(fin["error_code"], "execution_failed");
+    let diags: Vec<&Value> = frames.iter().filter(|f| f["event"] == "diagnostic").collect();
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0]["data"]["code"], "provider_error");
+    let rec: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["event"] == "message.reconcile")
+        .collect();
+    assert_eq!(rec.last().unwrap()["data"]["text"], "Half a");
+    assert_eq!(rec.last().unwrap()["data"]["partial"], true);
+}
+
+#[test]
+fn a_529_is_retried_and_a_second_turn_replays_the_first() {
+    let llm = FakeLlm::start(vec![
+        Reply::status(
+            529,
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+        reply(vec![text(0, "First answer."), stop("end_turn")]),
+        reply(vec![text(0, "Second answer."), stop("end_turn")]),
+    ]);
+    let env = env_for(&llm);
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = turn(&mut s, &sid, "one");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert!(frames
+        .iter()
+        .any(|f| f["event"] == "diagnostic" && f["data"]["code"] == "provider_retry"));
+    let frames = turn(&mut s, &sid, "two");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let (_, _, third) = (llm.next(WAIT), llm.next(WAIT), llm.next(WAIT));
+    let msgs = third.body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(msgs[1]["content"][0]["text"], "First answer.");
+}
