@@ -328,3 +328,403 @@ pub fn fuzz(data: &[u8]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::model::{Thinking, ToolSpec};
+    use ModelEvent::{ProviderItem, ReasoningSummary, Stop, TextDelta, ToolCall};
+
+    /// Events of a whole stream, the error that ended it, and whether it finished.
+    fn run(bytes: &[u8]) -> (Vec<ModelEvent>, Option<DecodeError>, bool) {
+        let mut dec = Decoder::new();
+        let mut out = Vec::new();
+        for ev in SseDecoder::new().feed(bytes).unwrap() {
+            match dec.event(&ev) {
+                Ok(evs) => out.extend(evs),
+                Err(e) => return (out, Some(e), dec.finished()),
+            }
+        }
+        (out, None, dec.finished())
+    }
+
+    /// Decodes a fixture, checking every two-piece split of its bytes decodes the same.
+    fn fixture(bytes: &[u8]) -> (Vec<ModelEvent>, Option<DecodeError>, bool) {
+        let whole = run(bytes);
+        for split in 0..bytes.len() {
+            let mut sse = SseDecoder::new();
+            let mut evs = sse.feed(&bytes[..split]).unwrap();
+            evs.extend(sse.feed(&bytes[split..]).unwrap());
+            let mut dec = Decoder::new();
+            let mut out = Vec::new();
+            let mut err = None;
+            for ev in evs {
+                match dec.event(&ev) {
+                    Ok(e) => out.extend(e),
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
+            assert_eq!((out, err, dec.finished()), whole, "split at {split}");
+        }
+        whole
+    }
+
+    fn call(id: &str, name: &str, input: Value) -> ModelEvent {
+        ToolCall {
+            call_id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    fn usage(input: u64, output: u64, cached: Option<u64>) -> ModelEvent {
+        ModelEvent::Usage(Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_input_tokens: cached,
+        })
+    }
+
+    fn data(v: &Value) -> SseEvent {
+        SseEvent {
+            event: None,
+            data: v.to_string(),
+        }
+    }
+
+    fn done(item: Value) -> SseEvent {
+        data(&json!({"type": "response.output_item.done", "item": item}))
+    }
+
+    fn fc(call_id: &str, args: &str) -> SseEvent {
+        done(json!({"type": "function_call", "call_id": call_id, "name": "f", "arguments": args}))
+    }
+
+    #[test]
+    fn quoted_function_call_takes_the_done_call_id() {
+        let (evs, err, fin) = fixture(include_bytes!(
+            "fixtures/openai_responses/function_call.sse"
+        ));
+        let want = [
+            call(
+                "call_2345abc",
+                "get_weather",
+                json!({"location": "Paris, France"}),
+            ),
+            usage(40, 10, None),
+            Stop(StopReason::ToolUse),
+        ];
+        assert_eq!((evs, err, fin), (want.to_vec(), None, true));
+    }
+
+    #[test]
+    fn full_turn_with_reasoning_and_call() {
+        let (evs, err, fin) = fixture(include_bytes!("fixtures/openai_responses/full_turn.sse"));
+        let want = [
+            ProviderItem(json!({"type": "reasoning", "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "**Planning** I will read the file."}],
+                "encrypted_content": "gAAAA…"})),
+            ReasoningSummary {
+                id: "rs_1:0".into(),
+                text: "**Planning** I will read the file.".into(),
+            },
+            call("call_1", "read_file", json!({"path": "a.rs"})),
+            usage(100, 30, Some(0)),
+            Stop(StopReason::ToolUse),
+        ];
+        assert_eq!((evs, err, fin), (want.to_vec(), None, true));
+    }
+
+    #[test]
+    fn text_turn() {
+        let (evs, err, fin) = fixture(include_bytes!("fixtures/openai_responses/text.sse"));
+        let want = [
+            TextDelta("Hello".into()),
+            TextDelta(", world".into()),
+            usage(20, 4, Some(16)),
+            Stop(StopReason::EndTurn),
+        ];
+        assert_eq!((evs, err, fin), (want.to_vec(), None, true));
+        // Events after the terminal one are ignored.
+        let mut d = Decoder::new();
+        for ev in SseDecoder::new()
+            .feed(include_bytes!("fixtures/openai_responses/text.sse"))
+            .unwrap()
+        {
+            d.event(&ev).unwrap();
+        }
+        let late = json!({"type": "response.output_text.delta", "delta": "late"});
+        assert!(d.event(&data(&late)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn failed_with_context_length_exceeded() {
+        let (evs, err, fin) = fixture(include_bytes!(
+            "fixtures/openai_responses/failed_overflow.sse"
+        ));
+        assert_eq!(
+            (evs, err, fin),
+            (vec![], Some(DecodeError::ContextOverflow), false)
+        );
+        let failed = |e: Value| {
+            Decoder::new().event(&data(
+                &json!({"type": "response.failed", "response": {"error": e}}),
+            ))
+        };
+        assert_eq!(
+            failed(json!({"code": "server_error", "message": "oops"})),
+            Err(DecodeError::Remote)
+        );
+        assert_eq!(failed(Value::Null), Err(DecodeError::Remote));
+        // The `error` event: code and message at its top level.
+        let error = |v: Value| Decoder::new().event(&data(&v));
+        assert_eq!(
+            error(json!({"type": "error", "code": "context_length_exceeded", "message": "x"})),
+            Err(DecodeError::ContextOverflow)
+        );
+        assert_eq!(
+            error(json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow"})),
+            Err(DecodeError::Remote)
+        );
+    }
+
+    #[test]
+    fn incomplete_is_max_tokens() {
+        let (evs, err, fin) = fixture(include_bytes!("fixtures/openai_responses/incomplete.sse"));
+        let want = [
+            TextDelta("The list goes on".into()),
+            usage(10, 16, None),
+            Stop(StopReason::MaxTokens),
+        ];
+        assert_eq!((evs, err, fin), (want.to_vec(), None, true));
+        let filtered = json!({"type": "response.incomplete",
+            "response": {"incomplete_details": {"reason": "content_filter"}}});
+        assert_eq!(
+            Decoder::new().event(&data(&filtered)).unwrap(),
+            [Stop(StopReason::Other)]
+        );
+    }
+
+    #[test]
+    fn summaries_are_emitted_once_and_plain_reasoning_is_not_stored() {
+        let mut d = Decoder::new();
+        let text_done = json!({"type": "response.reasoning_summary_text.done",
+            "item_id": "rs_2", "summary_index": 1, "text": "second"});
+        let first = ReasoningSummary {
+            id: "rs_2:1".into(),
+            text: "second".into(),
+        };
+        assert_eq!(d.event(&data(&text_done)).unwrap(), [first]);
+        // The item repeats summary 1 and adds summary 0; without encrypted_content it is not
+        // a provider item.
+        let item = json!({"type": "reasoning", "id": "rs_2", "summary": [
+            {"type": "summary_text", "text": "first"},
+            {"type": "summary_text", "text": "second"}]});
+        assert_eq!(
+            d.event(&done(item)).unwrap(),
+            [ReasoningSummary {
+                id: "rs_2:0".into(),
+                text: "first".into()
+            }]
+        );
+        assert!(d.event(&data(&text_done)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn unknown_and_malformed_events() {
+        let mut d = Decoder::new();
+        for ok in [
+            json!({"type": "response.created", "response": {}}),
+            json!({"type": "response.reasoning_summary_text.delta", "delta": "x"}),
+            json!({"type": "response.function_call_arguments.delta", "delta": "{"}),
+            json!({"type": "response.something_new"}),
+            json!({"type": "response.output_item.done", "item": {"type": "message", "content": []}}),
+        ] {
+            assert!(d.event(&data(&ok)).unwrap().is_empty(), "{ok}");
+        }
+        let done_marker = SseEvent {
+            event: None,
+            data: "[DONE]".into(),
+        };
+        assert!(d.event(&done_marker).unwrap().is_empty());
+        assert!(!d.finished());
+        for bad in [
+            "{oops",
+            "\"str\"",
+            r#"{"type": 3}"#,
+            r#"{"type": "response.output_text.delta"}"#,
+            r#"{"type": "response.output_item.done"}"#,
+            r#"{"type": "response.output_item.done", "item": {"type": "function_call", "name": "f"}}"#,
+            r#"{"type": "response.output_item.done", "item": {"type": "reasoning", "summary": {}}}"#,
+            r#"{"type": "response.completed", "response": {"usage": {"input_tokens": -1}}}"#,
+        ] {
+            let ev = SseEvent {
+                event: None,
+                data: bad.into(),
+            };
+            assert_eq!(
+                Decoder::new().event(&ev),
+                Err(DecodeError::Invalid),
+                "{bad}"
+            );
+        }
+        // Without a `type` member the SSE event name says what it is.
+        let named = SseEvent {
+            event: Some("response.output_text.delta".into()),
+            data: r#"{"delta":"hi"}"#.into(),
+        };
+        assert_eq!(
+            Decoder::new().event(&named).unwrap(),
+            [TextDelta("hi".into())]
+        );
+    }
+
+    #[test]
+    fn call_count_is_bounded() {
+        let mut d = Decoder::new();
+        for n in 0..STEP_CALLS {
+            assert_eq!(d.event(&fc(&format!("c{n}"), "")).unwrap().len(), 1);
+        }
+        assert_eq!(d.event(&fc("over", "")), Err(DecodeError::Invalid));
+    }
+
+    #[test]
+    fn call_and_step_bytes_are_bounded() {
+        let big = "x".repeat(CALL_BYTES);
+        let mut d = Decoder::new();
+        let got = d.event(&fc("a", &big)).unwrap();
+        assert_eq!(got, [call("a", "f", Value::String(big.clone()))]);
+        assert_eq!(
+            Decoder::new().event(&fc("a", &format!("{big}y"))),
+            Err(DecodeError::Invalid)
+        );
+        // Two calls "a"/"f" and "b"/"f": 2 + CALL_BYTES, then 2 + the rest of the step.
+        let rest = STEP_BYTES - 2 - CALL_BYTES - 2;
+        d.event(&fc("b", &"x".repeat(rest))).unwrap();
+        assert_eq!(d.event(&fc("c", "")), Err(DecodeError::Invalid));
+        let mut d = Decoder::new();
+        d.event(&fc("a", &big)).unwrap();
+        d.event(&fc("b", &"x".repeat(rest - 1))).unwrap();
+        // One byte left: a summary needs more (its ID alone is "r:0").
+        let s = json!({"type": "response.reasoning_summary_text.done",
+            "item_id": "r", "summary_index": 0, "text": "t"});
+        assert_eq!(d.event(&data(&s)), Err(DecodeError::Invalid));
+    }
+
+    fn request<'a>(items: &'a [Item], tools: &'a [ToolSpec], effort: Option<&'a str>) -> Value {
+        request_body(&ModelRequest {
+            model: "gpt-5",
+            provider: "openai",
+            instructions: "Be brief.",
+            items,
+            tools,
+            effort,
+            thinking: Thinking::Adaptive,
+            max_output_tokens: 16_384,
+        })
+    }
+
+    #[test]
+    fn request_input_order_and_provider_items() {
+        let ours = json!({"type": "reasoning", "id": "rs_1", "summary": [],
+            "encrypted_content": "gAAAA"});
+        let items = [
+            Item::User {
+                text: "read a".into(),
+            },
+            Item::ProviderItem {
+                provider: "anthropic".into(),
+                item: json!({"type": "thinking", "thinking": "t", "signature": "s"}),
+            },
+            Item::ProviderItem {
+                provider: "openai".into(),
+                item: ours.clone(),
+            },
+            Item::Assistant {
+                text: "Reading.".into(),
+            },
+            Item::ToolCall {
+                call_id: "call_1".into(),
+                name: "read_file".into(),
+                input: json!({"path": "a.rs"}),
+            },
+            Item::ToolResult {
+                call_id: "call_1".into(),
+                output: "denied by the user".into(),
+                is_error: true,
+            },
+        ];
+        let tools = [ToolSpec {
+            name: "read_file".into(),
+            description: "Reads a file.".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let want = json!({
+            "model": "gpt-5",
+            "instructions": "Be brief.",
+            "input": [
+                {"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": "read a"}]},
+                ours,
+                {"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Reading."}]},
+                {"type": "function_call", "call_id": "call_1", "name": "read_file",
+                    "arguments": "{\"path\":\"a.rs\"}"},
+                {"type": "function_call_output", "call_id": "call_1",
+                    "output": "denied by the user"},
+            ],
+            "tools": [{"type": "function", "name": "read_file", "description": "Reads a file.",
+                "parameters": {"type": "object"}}],
+            "stream": true,
+            "store": false,
+            "max_output_tokens": 16_384,
+        });
+        assert_eq!(request(&items, &tools, None), want);
+    }
+
+    #[test]
+    fn request_effort_on_and_off() {
+        let items = [Item::User { text: "hi".into() }];
+        let on = request(&items, &[], Some("xhigh"));
+        assert_eq!(
+            on["reasoning"],
+            json!({"effort": "xhigh", "summary": "auto"})
+        );
+        assert_eq!(on["include"], json!(["reasoning.encrypted_content"]));
+        let off = request(&items, &[], None);
+        assert!(off.get("reasoning").is_none() && off.get("include").is_none());
+        assert!(off.get("tools").is_none());
+        let bare = request_body(&ModelRequest {
+            model: "gpt-5",
+            provider: "openai",
+            instructions: "",
+            items: &items,
+            tools: &[],
+            effort: None,
+            thinking: Thinking::Adaptive,
+            max_output_tokens: 1,
+        });
+        assert!(bare.get("instructions").is_none());
+    }
+
+    #[test]
+    fn error_bodies() {
+        assert!(error_body_is_overflow(
+            br#"{"error":{"message":"Your input exceeds the context window of this model.","type":"invalid_request_error","code":"context_length_exceeded"}}"#
+        ));
+        assert!(!error_body_is_overflow(
+            br#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#
+        ));
+        assert!(!error_body_is_overflow(b""));
+    }
+
+    #[test]
+    fn fuzz_entry_takes_fixtures_and_garbage() {
+        fuzz(include_bytes!("fixtures/openai_responses/full_turn.sse"));
+        fuzz(b"\x00data: {\"type\":\"response.completed\"}\n\ndata: {\"type\":\"error\"}\n\n");
+        fuzz(b"");
+    }
+}
