@@ -637,6 +637,24 @@ mod tests {
     }
 
     #[test]
+    fn refusal_is_text_and_object_arguments_are_text() {
+        let refusal = json!({"choices": [{"delta": {"content": null, "refusal": "No."}}]});
+        assert_eq!(
+            Decoder::new().event(&data(&refusal)).unwrap(),
+            [TextDelta("No.".into())]
+        );
+        // Ollama's native shape sends the arguments as an object.
+        let mut d = Decoder::new();
+        let f = json!({"index": 0, "id": "o", "function": {"name": "f", "arguments": {"a": 1}}});
+        d.event(&frag(f)).unwrap();
+        let end = json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]});
+        assert_eq!(
+            d.event(&data(&end)).unwrap(),
+            [call("o", "f", json!({"a": 1})), Stop(StopReason::ToolUse)]
+        );
+    }
+
+    #[test]
     fn malformed_chunks_are_invalid() {
         for bad in [
             "{not json",
@@ -856,6 +874,17 @@ mod tests {
         ));
         assert!(!error_body_is_overflow(b"<html>502</html>"));
         assert!(!error_body_is_overflow(br#"{"message":"context window"}"#));
+    }
+
+    #[test]
+    fn fuzz_corpus_replays() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus/openai_chat");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            fuzz(&std::fs::read(entry.unwrap().path()).unwrap());
+            n += 1;
+        }
+        assert!(n > 1, "seeds in {dir}");
     }
 
     #[test]

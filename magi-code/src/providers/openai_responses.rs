@@ -253,7 +253,8 @@ impl StreamDecoder for Decoder {
             None => ev.event.as_deref().unwrap_or_default(),
         };
         match kind {
-            "response.output_text.delta" => {
+            // A refusal is the reply the user sees, like text.
+            "response.output_text.delta" | "response.refusal.delta" => {
                 let delta = req_str(obj, "delta")?;
                 if !delta.is_empty() {
                     out.push(ModelEvent::TextDelta(delta.to_owned()));
@@ -571,6 +572,11 @@ mod tests {
                 "{bad}"
             );
         }
+        let refusal = json!({"type": "response.refusal.delta", "delta": "I can't help."});
+        assert_eq!(
+            Decoder::new().event(&data(&refusal)).unwrap(),
+            [TextDelta("I can't help.".into())]
+        );
         // Without a `type` member the SSE event name says what it is.
         let named = SseEvent {
             event: Some("response.output_text.delta".into()),
@@ -719,6 +725,20 @@ mod tests {
             br#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#
         ));
         assert!(!error_body_is_overflow(b""));
+    }
+
+    #[test]
+    fn fuzz_corpus_replays() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fuzz/corpus/openai_responses"
+        );
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            fuzz(&std::fs::read(entry.unwrap().path()).unwrap());
+            n += 1;
+        }
+        assert!(n > 1, "seeds in {dir}");
     }
 
     #[test]
