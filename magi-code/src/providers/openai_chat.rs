@@ -895,38 +895,3 @@ mod tests {
         fuzz(b"\xffdata: \xff\n\n");
     }
 }
-
-// Placeholders until the adapter lands (replaced whole by its implementation).
-/// Request path under the base URL.
-pub const PATH: &str = "/chat/completions";
-
-/// The request body of one step.
-#[must_use]
-pub fn request_body(req: &super::model::ModelRequest<'_>) -> serde_json::Value {
-    serde_json::json!({ "model": req.model, "stream": true })
-}
-
-/// Whether an error body names a context overflow.
-#[must_use]
-pub fn error_body_is_overflow(_body: &[u8]) -> bool {
-    false
-}
-
-/// The stream decoder.
-#[derive(Debug, Default)]
-pub struct Decoder {
-    done: bool,
-}
-
-impl super::model::StreamDecoder for Decoder {
-    fn event(
-        &mut self,
-        _ev: &super::model::SseEvent,
-    ) -> Result<Vec<super::model::ModelEvent>, super::model::DecodeError> {
-        Err(super::model::DecodeError::Invalid)
-    }
-
-    fn finished(&self) -> bool {
-        self.done
-    }
-}
