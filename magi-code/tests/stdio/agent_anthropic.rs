@@ -75,8 +75,9 @@ fn env_for(llm: &FakeLlm) -> Env {
 }
 
 fn turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
+    // Request IDs are never reused within a child: the prompt names the turn.
     s.call(
-        "t",
+        &format!("t-{prompt}"),
         "turn.start",
         &json!({"session_id": sid, "prompt": prompt}),
     );
