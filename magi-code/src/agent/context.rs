@@ -1,32 +1,22 @@
-//! The provider conversation of a turn: the earlier user and assistant turns of the attachment.
+//! The provider conversation of a turn: the earlier user and assistant turns of the attachment,
+//! from its replay of stored records (`runner.md` 4), never from the display projection.
 
+use crate::history::Item;
 use crate::session::SessionState;
-use serde_json::Value;
+use protocol_core::ErrorCode;
 
-/// The earlier user/assistant turns (role, text) of the attachment, from its current snapshot.
-#[must_use]
-pub fn conversation(st: &SessionState) -> Vec<(&'static str, String)> {
+/// The earlier user/assistant turns (role, text) of the attachment; an error when its history
+/// cannot be replayed whole (never a silently shortened conversation).
+pub fn conversation(st: &SessionState) -> Result<Vec<(&'static str, String)>, ErrorCode> {
     let Some(a) = &st.attachment else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    let mut out: Vec<(&'static str, String)> = Vec::new();
-    let mut last_id = String::new();
-    for e in &a.snapshot.projection.entries {
-        let Ok(v) = serde_json::from_str::<Value>(e) else {
-            continue;
-        };
-        let role = match v["kind"].as_str() {
-            Some("user") => "user",
-            Some("assistant") => "assistant",
-            _ => continue,
-        };
-        let id = v["message_id"].as_str().unwrap_or_default();
-        let text = v["text"].as_str().unwrap_or_default();
-        match out.last_mut() {
-            Some((r, t)) if id == last_id && *r == role => t.push_str(text),
-            _ => out.push((role, text.to_owned())),
-        }
-        last_id = id.to_owned();
-    }
-    out
+    Ok(a.replay()?
+        .iter()
+        .filter_map(|item| match item {
+            Item::User { text } => Some(("user", text.clone())),
+            Item::Assistant { text } => Some(("assistant", text.clone())),
+            _ => None,
+        })
+        .collect())
 }

@@ -47,7 +47,11 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         }
         (provider, model) => match providers::target(rt, provider, model) {
             Some(t) => {
-                http = Some((t, context::conversation(&ctx.state())));
+                let conversation = context::conversation(&ctx.state());
+                match conversation {
+                    Ok(c) => http = Some((t, c)),
+                    Err(code) => return reject(code),
+                }
                 Vec::new()
             }
             None => return reject(ErrorCode::ProviderUnavailable),

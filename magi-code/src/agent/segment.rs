@@ -66,6 +66,7 @@ pub fn close_segment(
         run_id: out.run_id.clone(),
         message_id: seg.id.clone(),
         text: Some(seg.text.clone()),
+        partial,
     }));
     *seg = Segment::new();
 }

@@ -7,6 +7,7 @@ pub mod replay;
 
 pub use projection::{chunk, Projection, Projector};
 pub use record::{ActivityKind, ActivityState, Body, HistoryError, Record, RunOutcome};
+pub use replay::{Item, Replay};
 
 use crate::store::SessionId;
 use crate::util::time::parse_rfc3339;
@@ -44,41 +45,69 @@ pub struct Summary {
     pub turns: usize,
 }
 
-/// Validates a stored history line by line and, when asked, builds its projection with
-/// memory bounded by the snapshot budget.
+/// The state derived from one history, extended record by record: the summary and, when
+/// projecting, the display projection and the replay. It refuses what a stored read refuses,
+/// including the read budget, so extending it equals reading the file afresh.
 #[derive(Debug)]
-pub struct Reader<'a> {
-    id: &'a SessionId,
+pub struct History {
+    id: SessionId,
     summary: Summary,
     projector: Option<Projector>,
+    replay: Option<Replay>,
+    /// Stored bytes and lines taken.
+    bytes: u64,
+    lines: usize,
+    /// Sticky: the first refusal.
     error: Option<HistoryError>,
 }
 
-impl<'a> Reader<'a> {
-    /// A reader for session `id`; `project` builds the display projection too.
+impl History {
+    /// The state of an empty history of `id`; `project` keeps the projection and replay too.
     #[must_use]
-    pub fn new(id: &'a SessionId, project: bool) -> Self {
+    pub fn new(id: &SessionId, project: bool) -> Self {
         Self {
-            id,
+            id: id.clone(),
             summary: Summary::default(),
             projector: project.then(Projector::default),
+            replay: project.then(Replay::default),
+            bytes: 0,
+            lines: 0,
             error: None,
         }
     }
 
-    /// Takes one complete line; false stops the read (see [`Self::finish`] for why).
-    pub fn line(&mut self, line: &[u8]) -> bool {
-        match self.record(line) {
-            Ok(()) => true,
-            Err(e) => {
-                self.error = Some(e);
-                false
-            }
+    /// Takes one complete stored line (LF excluded).
+    pub fn line(&mut self, line: &[u8]) -> Result<(), HistoryError> {
+        match Record::parse(line) {
+            Ok(r) => self.push(&r, line.len() + 1),
+            Err(e) => Err(self.fail(e)),
         }
     }
 
-    fn record(&mut self, line: &[u8]) -> Result<(), HistoryError> {
-        let r = Record::parse(line)?;
+    /// Takes one record whose stored line is `bytes` long (LF included).
+    pub fn push(&mut self, r: &Record, bytes: usize) -> Result<(), HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.record(r, bytes).map_err(|e| self.fail(e))
+    }
+
+    /// Sticks `e` and frees what no longer can be used.
+    fn fail(&mut self, e: HistoryError) -> HistoryError {
+        self.error = Some(e);
+        self.projector = None;
+        self.replay = None;
+        e
+    }
+
+    fn record(&mut self, r: &Record, bytes: usize) -> Result<(), HistoryError> {
+        self.bytes += bytes as u64;
+        self.lines += 1;
+        if self.bytes > protocol_core::limits::HISTORY_READ_BYTES
+            || self.lines > protocol_core::limits::HISTORY_READ_LINES
+        {
+            return Err(HistoryError::TooLarge);
+        }
         if r.session_id != self.id.as_str() {
             return Err(HistoryError::Invalid);
         }
@@ -107,30 +136,107 @@ impl<'a> Reader<'a> {
             _ => {}
         }
         if let Some(p) = &mut self.projector {
-            p.push(&r)?;
+            p.push(r)?;
+        }
+        if let Some(rp) = &mut self.replay {
+            rp.push(r, bytes);
         }
         Ok(())
     }
 
-    /// Ends the read: the summary and, when asked, the projection.
-    pub fn finish(
-        mut self,
-        torn_tail: bool,
-    ) -> Result<(Summary, Option<Projection>), HistoryError> {
+    /// Ends a read of the stored file: `torn_tail` says its last line had no LF, and a turn
+    /// still open there was interrupted.
+    pub fn finish_read(&mut self, torn_tail: bool) {
+        self.summary.torn_tail = torn_tail;
+        if let Some(rp) = &mut self.replay {
+            rp.finish_read();
+        }
+    }
+
+    /// Our own append succeeded: it cut any torn tail first.
+    pub fn appended(&mut self) {
+        self.summary.torn_tail = false;
+    }
+
+    /// Brings the serialized projection `p` up to date (see [`Projector::emit`]).
+    pub fn emit(&mut self, p: &mut Projection) -> Result<(), HistoryError> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        self.summary.torn_tail = torn_tail;
-        let projection = match self.projector.take() {
-            Some(p) => Some(p.finish(torn_tail)?),
-            None => None,
-        };
-        Ok((self.summary, projection))
+        let torn = self.summary.torn_tail;
+        self.projector
+            .as_mut()
+            .map_or(Ok(()), |pr| pr.emit(p, torn))
+    }
+
+    /// What the history says besides its projection.
+    #[must_use]
+    pub const fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// The replay, unless the history was refused (or is not projected).
+    pub fn replay(&self) -> Result<&Replay, HistoryError> {
+        match (self.error, &self.replay) {
+            (Some(e), _) => Err(e),
+            (None, Some(r)) => Ok(r),
+            (None, None) => Err(HistoryError::Invalid),
+        }
+    }
+
+    /// The first refusal, if any.
+    #[must_use]
+    pub const fn error(&self) -> Option<HistoryError> {
+        self.error
+    }
+}
+
+/// Validates a stored history line by line and, when asked, builds its projection with
+/// memory bounded by the snapshot budget.
+#[derive(Debug)]
+pub struct Reader {
+    history: History,
+}
+
+impl Reader {
+    /// A reader for session `id`; `project` builds the display projection and replay too.
+    #[must_use]
+    pub fn new(id: &SessionId, project: bool) -> Self {
+        Self {
+            history: History::new(id, project),
+        }
+    }
+
+    /// Takes one complete line; false stops the read (see [`Self::finish`] for why).
+    pub fn line(&mut self, line: &[u8]) -> bool {
+        self.history.line(line).is_ok()
+    }
+
+    /// Ends the read: the summary and, when asked, the projection.
+    pub fn finish(self, torn_tail: bool) -> Result<(Summary, Option<Projection>), HistoryError> {
+        let projecting = self.history.projector.is_some();
+        let (h, p) = self.finish_state(torn_tail)?;
+        Ok((h.summary, projecting.then_some(p)))
+    }
+
+    /// Ends the read keeping the state, to be extended by later appends, and its projection.
+    pub fn finish_state(self, torn_tail: bool) -> Result<(History, Projection), HistoryError> {
+        let mut h = self.history;
+        h.finish_read(torn_tail);
+        let mut p = Projection::default();
+        h.emit(&mut p)?;
+        Ok((h, p))
     }
 }
 
 /// Reads a whole history held in memory (tests, tools): lines, torn tail, projection.
 pub fn read_bytes(bytes: &[u8], id: &SessionId) -> Result<(Summary, Projection), HistoryError> {
+    let (h, p) = read_state(bytes, id)?;
+    Ok((h.summary, p))
+}
+
+/// Reads a whole history held in memory into its extendable state and projection.
+pub fn read_state(bytes: &[u8], id: &SessionId) -> Result<(History, Projection), HistoryError> {
     let mut r = Reader::new(id, true);
     let (complete, torn) = match memchr::memrchr(b'\n', bytes) {
         Some(i) => (&bytes[..=i], i + 1 < bytes.len()),
@@ -143,8 +249,7 @@ pub fn read_bytes(bytes: &[u8], id: &SessionId) -> Result<(Summary, Projection),
             }
         }
     }
-    let (sum, p) = r.finish(torn)?;
-    Ok((sum, p.unwrap_or_default()))
+    r.finish_state(torn)
 }
 
 /// A display title: at most 256 input bytes, sanitized, cut to 50 characters; unsafe → None.

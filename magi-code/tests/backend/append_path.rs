@@ -83,6 +83,7 @@ fn records(id: &str) -> Vec<Record> {
             run_id: "r1".into(),
             message_id: "a1".into(),
             text: Some("world".into()),
+            partial: false,
         }),
         r(Body::RunFinished {
             run_id: "r1".into(),
