@@ -364,4 +364,181 @@ mod tests {
         assert!(read_bytes(b"not json\n", &id()).is_err());
         assert_eq!(read_bytes(b"", &id()).unwrap().0.records, 0);
     }
+
+    fn entries(p: &Projection) -> Vec<Value> {
+        p.entries
+            .iter()
+            .map(|x| serde_json::from_str(x).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn failed_and_cancelled_runs_project_a_diagnostic() {
+        let recs = lines(&[
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r1","text":"hi"}),
+            json!({"type":"assistant_message","session_id":"s1","ts":TS,"run_id":"r1","message_id":"a1","text":"par","partial":true}),
+            json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r1","outcome":"failed","error_code":"execution_failed"}),
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r2","text":"again"}),
+            json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r2","outcome":"cancelled"}),
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r3","text":"more"}),
+            json!({"type":"tool_call","session_id":"s1","ts":TS,"run_id":"r3","call_id":"c","name":"n","input":{}}),
+            json!({"type":"tool_result","session_id":"s1","ts":TS,"run_id":"r3","call_id":"c","output":"secret output","is_error":false}),
+            json!({"type":"provider_item","session_id":"s1","ts":TS,"run_id":"r3","provider":"p","item":{"x":1}}),
+            json!({"type":"usage","session_id":"s1","ts":TS,"run_id":"r3","input_tokens":5,"output_tokens":6}),
+            json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r3","outcome":"failed","error_code":"sk-not-a-code"}),
+            json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r3","outcome":"failed","error_code":"content_limit"}),
+            json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":"r4","text":"ok"}),
+            json!({"type":"assistant_message","session_id":"s1","ts":TS,"run_id":"r4","message_id":"a4","text":"fine"}),
+            json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":"r4","outcome":"completed"}),
+        ]);
+        let (_, pr) = read_bytes(&recs, &id()).unwrap();
+        let got: Vec<(String, String, bool)> = entries(&pr)
+            .iter()
+            .map(|e| {
+                (
+                    e["kind"].as_str().unwrap().to_owned(),
+                    e["text"].as_str().unwrap().to_owned(),
+                    e["partial"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        let want = [
+            ("user", "hi", false),
+            ("assistant", "par", true),
+            ("diagnostic", "The turn failed: execution_failed.", false),
+            ("user", "again", false),
+            ("diagnostic", "The turn was cancelled.", false),
+            ("user", "more", false),
+            // Stored text that is not a known code is never echoed; a repeated
+            // run_finished adds nothing.
+            ("diagnostic", "The turn failed.", false),
+            ("user", "ok", false),
+            ("assistant", "fine", false),
+        ];
+        let want: Vec<(String, String, bool)> = want
+            .iter()
+            .map(|(k, t, p)| ((*k).to_owned(), (*t).to_owned(), *p))
+            .collect();
+        assert_eq!(got, want);
+        assert!(pr.complete, "recorded failed/cancelled turns are complete");
+    }
+
+    /// Records of many kinds, in an order that changes earlier entries.
+    fn varied() -> Vec<Value> {
+        let long = "é\"".repeat(9_000);
+        let mut v = vec![json!({"type":"session_meta","session_id":"s1","ts":TS,"cwd":"/w"})];
+        for n in 0..3 {
+            let r = format!("r{n}");
+            let outcome = ["completed", "failed", "cancelled"][n];
+            v.extend([
+                json!({"type":"user_input","session_id":"s1","ts":TS,"run_id":r,"text":format!("q{n}")}),
+                json!({"type":"assistant_chunk","session_id":"s1","ts":TS,"run_id":r,"message_id":format!("a{n}"),"text":"he"}),
+                json!({"type":"reasoning_summary","session_id":"s1","ts":TS,"run_id":r,"item_id":"i","text":long,"provider_summary":true}),
+                json!({"type":"activity","session_id":"s1","ts":TS,"run_id":r,"activity_id":format!("t{n}"),"kind":"tool","state":"started","name":"shell"}),
+                json!({"type":"tool_call","session_id":"s1","ts":TS,"run_id":r,"call_id":"c","name":"shell","input":"{raw"}),
+                json!({"type":"tool_result","session_id":"s1","ts":TS,"run_id":r,"call_id":"c","output":"o","is_error":true}),
+                json!({"type":"activity","session_id":"s1","ts":TS,"run_id":r,"activity_id":format!("t{n}"),"kind":"tool","state":"failed","name":"shell","summary":"ls"}),
+                json!({"type":"reasoning_summary","session_id":"s1","ts":TS,"run_id":r,"item_id":"i","text":"short","provider_summary":true}),
+                json!({"type":"assistant_chunk","session_id":"s1","ts":TS,"run_id":r,"message_id":format!("a{n}"),"text":long}),
+                json!({"type":"assistant_message","session_id":"s1","ts":TS,"run_id":r,"message_id":format!("a{n}"),"text":"hello","partial":n == 1}),
+                json!({"type":"run_finished","session_id":"s1","ts":TS,"run_id":r,"outcome":outcome,"error_code":"execution_failed"}),
+            ]);
+        }
+        v
+    }
+
+    #[test]
+    fn extending_equals_reading_afresh() {
+        let all = varied();
+        let mut h = History::new(&id(), true);
+        let mut p = Projection::empty();
+        let mut multi = false;
+        for (n, v) in all.iter().enumerate() {
+            let line = serde_json::to_vec(v).unwrap();
+            let r = Record::parse(&line).unwrap();
+            h.push(&r, line.len() + 1).unwrap();
+            h.emit(&mut p).unwrap();
+            let (fresh, fp) = read_state(&lines(&all[..=n]), &id()).unwrap();
+            assert_eq!(p, fp, "after record {n}");
+            multi |= entries(&p).iter().any(|e| e["part"] == 1);
+            // A fresh read closes an open turn; the live state leaves it open.
+            let mut closed = h.replay().unwrap().clone();
+            closed.finish_read();
+            assert_eq!(closed.items(), fresh.replay().unwrap().items());
+        }
+        assert!(p.complete);
+        assert_eq!(h.summary().turns, 3);
+        assert!(multi, "entries whose part count changed on the way");
+    }
+
+    #[test]
+    fn an_extended_projection_keeps_the_parts_bound_at_its_edge() {
+        let mut h = History::new(&id(), true);
+        let mut p = Projection::empty();
+        let push = |h: &mut History, v: Value| {
+            let line = serde_json::to_vec(&v).unwrap();
+            h.push(&Record::parse(&line).unwrap(), line.len() + 1)
+        };
+        // Two parts of a replaceable summary, then single-part entries up to 10,000 parts.
+        let two = "a".repeat(projection::CHUNK_BYTES + 1);
+        let three = "a".repeat(2 * projection::CHUNK_BYTES + 1);
+        let summary = |t: &str| json!({"type":"reasoning_summary","session_id":"s1","ts":TS,"run_id":"r","item_id":"i","text":t,"provider_summary":true});
+        push(&mut h, summary(&two)).unwrap();
+        for _ in 0..projection::SNAPSHOT_PARTS - 2 {
+            push(
+                &mut h,
+                json!({"type":"compaction","session_id":"s1","ts":TS}),
+            )
+            .unwrap();
+        }
+        h.emit(&mut p).unwrap();
+        assert_eq!(p.entries.len(), projection::SNAPSHOT_PARTS);
+        push(&mut h, summary(&three)).unwrap();
+        assert_eq!(h.emit(&mut p), Err(HistoryError::TooLarge));
+        assert_eq!(p.entries.len(), projection::SNAPSHOT_PARTS + 1);
+        // Only the changed entry was re-serialized in place; shrinking it fits again.
+        push(&mut h, summary(&two)).unwrap();
+        h.emit(&mut p).unwrap();
+        let fresh = read_state(
+            &{
+                let mut v = vec![summary(&two)];
+                v.extend(
+                    (0..projection::SNAPSHOT_PARTS - 2)
+                        .map(|_| json!({"type":"compaction","session_id":"s1","ts":TS})),
+                );
+                lines(&v)
+            },
+            &id(),
+        )
+        .unwrap()
+        .1;
+        assert_eq!(p, fresh);
+    }
+
+    #[test]
+    fn the_read_budget_sticks_in_the_state() {
+        let mut h = History::new(&id(), true);
+        let line =
+            serde_json::to_vec(&json!({"type":"title","session_id":"s1","ts":TS,"title":"t"}))
+                .unwrap();
+        let r = Record::parse(&line).unwrap();
+        let big = usize::try_from(protocol_core::limits::HISTORY_READ_BYTES).unwrap() - 1;
+        h.push(&r, big).unwrap();
+        h.push(&r, 1).unwrap();
+        assert_eq!(h.push(&r, 1), Err(HistoryError::TooLarge));
+        assert_eq!(h.error(), Some(HistoryError::TooLarge));
+        assert_eq!(h.replay().unwrap_err(), HistoryError::TooLarge);
+        assert_eq!(
+            h.emit(&mut Projection::empty()),
+            Err(HistoryError::TooLarge)
+        );
+        let mut h = History::new(&id(), false);
+        for _ in 0..protocol_core::limits::HISTORY_READ_LINES {
+            h.push(&r, 1).unwrap();
+        }
+        assert_eq!(h.push(&r, 1), Err(HistoryError::TooLarge));
+        let other = Record::now("s2", Body::SessionMeta {});
+        let mut h = History::new(&id(), true);
+        assert_eq!(h.push(&other, 1), Err(HistoryError::Invalid));
+    }
 }

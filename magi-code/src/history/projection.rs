@@ -301,7 +301,7 @@ impl Projector {
 
 /// A projection: serialized entries and completeness, with the layout that lets its
 /// [`Projector`] re-serialize one logical entry in place.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Projection {
     /// Serialized entry objects, in order.
     pub entries: Vec<String>,

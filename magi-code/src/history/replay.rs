@@ -228,3 +228,334 @@ impl Replay {
         self.bytes_since_usage
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(run: &str, text: &str) -> Body {
+        Body::UserInput {
+            run_id: run.into(),
+            message_id: None,
+            text: text.into(),
+        }
+    }
+
+    fn reply(run: &str, text: &str) -> Body {
+        Body::AssistantMessage {
+            run_id: run.into(),
+            message_id: format!("a-{text}"),
+            text: Some(text.into()),
+            partial: false,
+        }
+    }
+
+    fn call(run: &str, id: &str) -> Body {
+        Body::ToolCall {
+            run_id: run.into(),
+            call_id: id.into(),
+            name: "read_file".into(),
+            input: json!({"path": id}),
+        }
+    }
+
+    fn result(run: &str, id: &str) -> Body {
+        Body::ToolResult {
+            run_id: run.into(),
+            call_id: id.into(),
+            output: format!("out {id}"),
+            is_error: false,
+        }
+    }
+
+    fn finished(run: &str, outcome: RunOutcome) -> Body {
+        Body::RunFinished {
+            run_id: run.into(),
+            outcome,
+            error_code: None,
+        }
+    }
+
+    fn replay(bodies: Vec<Body>, read: bool) -> Replay {
+        let mut r = Replay::default();
+        for b in bodies {
+            r.push(&Record::now("s", b), 10);
+        }
+        if read {
+            r.finish_read();
+        }
+        r
+    }
+
+    fn u(t: &str) -> Item {
+        Item::User { text: t.into() }
+    }
+
+    fn a(t: &str) -> Item {
+        Item::Assistant { text: t.into() }
+    }
+
+    fn tc(id: &str) -> Item {
+        Item::ToolCall {
+            call_id: id.into(),
+            name: "read_file".into(),
+            input: json!({"path": id}),
+        }
+    }
+
+    fn tr(id: &str) -> Item {
+        Item::ToolResult {
+            call_id: id.into(),
+            output: format!("out {id}"),
+            is_error: false,
+        }
+    }
+
+    fn lost(id: &str) -> Item {
+        Item::ToolResult {
+            call_id: id.into(),
+            output: INTERRUPTED_RESULT.into(),
+            is_error: true,
+        }
+    }
+
+    /// User and assistant alternate: no two user items without an assistant between them,
+    /// and every turn ends with assistant text.
+    fn alternates(items: &[Item]) -> bool {
+        let mut last_user = false;
+        for (i, it) in items.iter().enumerate() {
+            match it {
+                Item::User { .. } => {
+                    if last_user || (i > 0 && !matches!(items[i - 1], Item::Assistant { .. })) {
+                        return false;
+                    }
+                    last_user = true;
+                }
+                Item::Assistant { .. } => last_user = false,
+                _ => {}
+            }
+        }
+        matches!(items.last(), None | Some(Item::Assistant { .. }))
+    }
+
+    #[test]
+    fn a_completed_loop_replays_as_recorded() {
+        let r = replay(
+            vec![
+                Body::SessionMeta {},
+                user("r1", "q"),
+                Body::ProviderItem {
+                    run_id: "r1".into(),
+                    provider: "anthropic".into(),
+                    item: json!({"type":"thinking","signature":"x"}),
+                },
+                reply("r1", "looking"),
+                call("r1", "c1"),
+                call("r1", "c2"),
+                result("r1", "c1"),
+                result("r1", "c2"),
+                Body::ProviderItem {
+                    run_id: "r1".into(),
+                    provider: "openai".into(),
+                    item: json!({"type":"reasoning","encrypted_content":"e"}),
+                },
+                reply("r1", "done"),
+                finished("r1", RunOutcome::Completed),
+            ],
+            true,
+        );
+        let items = r.items();
+        assert_eq!(items.len(), 9);
+        assert_eq!(items[0], u("q"));
+        assert!(
+            matches!(&items[1], Item::ProviderItem { provider, .. } if provider == "anthropic")
+        );
+        assert_eq!(
+            &items[2..7],
+            &[a("looking"), tc("c1"), tc("c2"), tr("c1"), tr("c2")]
+        );
+        assert!(matches!(&items[7], Item::ProviderItem { provider, .. } if provider == "openai"));
+        assert_eq!(items[8], a("done"));
+    }
+
+    #[test]
+    fn a_crash_mid_loop_answers_its_calls_and_notes_the_interruption() {
+        // kill -9 after the calls and one result: no run_finished, no more records.
+        let bodies = vec![
+            user("r1", "q"),
+            call("r1", "c1"),
+            call("r1", "c2"),
+            result("r1", "c1"),
+        ];
+        let r = replay(bodies.clone(), true);
+        let want = [
+            u("q"),
+            tc("c1"),
+            tc("c2"),
+            tr("c1"),
+            lost("c2"),
+            a(NO_REPLY_INTERRUPTED),
+        ];
+        assert_eq!(r.items(), &want);
+        // The live loop's open turn is not closed until the read ends.
+        assert_eq!(replay(bodies.clone(), false).items(), &want[..4]);
+        // The next turn closes it the same way.
+        let mut more = bodies;
+        more.extend([
+            user("r2", "again"),
+            reply("r2", "ok"),
+            finished("r2", RunOutcome::Completed),
+        ]);
+        let r = replay(more, true);
+        assert_eq!(&r.items()[..6], &want);
+        assert_eq!(&r.items()[6..], &[u("again"), a("ok")]);
+        assert!(alternates(r.items()));
+    }
+
+    #[test]
+    fn synthetic_results_follow_their_own_block_of_calls() {
+        // A call left unanswered before a later step (a broken writer): its result goes right
+        // after its block, before the later text, so the call is answered at once.
+        let r = replay(
+            vec![
+                user("r1", "q"),
+                call("r1", "c1"),
+                reply("r1", "moving on"),
+                call("r1", "c2"),
+                finished("r1", RunOutcome::Failed),
+            ],
+            true,
+        );
+        assert_eq!(
+            r.items(),
+            &[
+                u("q"),
+                tc("c1"),
+                lost("c1"),
+                a("moving on"),
+                tc("c2"),
+                lost("c2"),
+                a(NO_REPLY_FAILED)
+            ]
+        );
+    }
+
+    #[test]
+    fn orphan_and_duplicate_results_are_dropped() {
+        let r = replay(
+            vec![
+                user("r1", "q"),
+                result("r1", "c0"),
+                call("r1", "c1"),
+                result("r1", "c1"),
+                result("r1", "c1"),
+                reply("r1", "ok"),
+                finished("r1", RunOutcome::Completed),
+                result("r1", "c1"),
+            ],
+            true,
+        );
+        assert_eq!(r.items(), &[u("q"), tc("c1"), tr("c1"), a("ok")]);
+    }
+
+    #[test]
+    fn failed_and_cancelled_turns_keep_alternating() {
+        let r = replay(
+            vec![
+                user("r1", "one"),
+                finished("r1", RunOutcome::Failed),
+                user("r2", "two"),
+                finished("r2", RunOutcome::Failed),
+                user("r3", "three"),
+                call("r3", "c1"),
+                result("r3", "c1"),
+                finished("r3", RunOutcome::Cancelled),
+                user("r4", "four"),
+                Body::AssistantMessage {
+                    run_id: "r4".into(),
+                    message_id: "m".into(),
+                    text: Some("cut sh".into()),
+                    partial: true,
+                },
+                finished("r4", RunOutcome::Failed),
+                user("r5", "five"),
+                finished("r5", RunOutcome::Completed),
+            ],
+            true,
+        );
+        assert_eq!(
+            r.items(),
+            &[
+                u("one"),
+                a(NO_REPLY_FAILED),
+                u("two"),
+                a(NO_REPLY_FAILED),
+                u("three"),
+                tc("c1"),
+                tr("c1"),
+                a(NO_REPLY_CANCELLED),
+                u("four"),
+                a("cut sh"),
+                u("five"),
+                a(NO_REPLY_EMPTY),
+            ]
+        );
+        assert!(alternates(r.items()));
+    }
+
+    #[test]
+    fn records_outside_a_turn_and_empty_text_are_skipped() {
+        let r = replay(
+            vec![
+                call("r0", "c0"),
+                reply("r0", "stray"),
+                user("r1", "q"),
+                reply("r1", ""),
+                Body::AssistantMessage {
+                    run_id: "r1".into(),
+                    message_id: "legacy".into(),
+                    text: None,
+                    partial: false,
+                },
+                reply("r1", "a"),
+                finished("other", RunOutcome::Failed),
+                finished("r1", RunOutcome::Completed),
+                reply("r1", "late"),
+            ],
+            true,
+        );
+        assert_eq!(r.items(), &[u("q"), a("a")]);
+    }
+
+    #[test]
+    fn usage_counters() {
+        let mut r = Replay::default();
+        assert_eq!((r.last_input_tokens(), r.bytes_since_usage()), (None, 0));
+        r.push(&Record::now("s", user("r1", "q")), 7);
+        assert_eq!((r.last_input_tokens(), r.bytes_since_usage()), (None, 7));
+        let usage = |n| Body::Usage {
+            run_id: "r1".into(),
+            input_tokens: n,
+            output_tokens: 1,
+            cached_input_tokens: None,
+        };
+        r.push(&Record::now("s", usage(100)), 50);
+        assert_eq!(
+            (r.last_input_tokens(), r.bytes_since_usage()),
+            (Some(100), 0)
+        );
+        r.push(&Record::now("s", reply("r1", "x")), 30);
+        r.push(&Record::now("s", finished("r1", RunOutcome::Completed)), 20);
+        assert_eq!(
+            (r.last_input_tokens(), r.bytes_since_usage()),
+            (Some(100), 50)
+        );
+        r.push(&Record::now("s", usage(u64::MAX)), 50);
+        assert_eq!(
+            (r.last_input_tokens(), r.bytes_since_usage()),
+            (Some(u64::MAX), 0)
+        );
+        assert_eq!(r.items(), &[u("q"), a("x")]);
+    }
+}
