@@ -144,13 +144,10 @@ impl History {
         Ok(())
     }
 
-    /// Ends a read of the stored file: `torn_tail` says its last line had no LF, and a turn
-    /// still open there was interrupted.
+    /// Ends a read of the stored file: `torn_tail` says its last line had no LF. A turn open
+    /// there stays open in the replay: the owner's next input closes it as interrupted.
     pub fn finish_read(&mut self, torn_tail: bool) {
         self.summary.torn_tail = torn_tail;
-        if let Some(rp) = &mut self.replay {
-            rp.finish_read();
-        }
     }
 
     /// Our own append succeeded: it cut any torn tail first.
@@ -235,7 +232,8 @@ pub fn read_bytes(bytes: &[u8], id: &SessionId) -> Result<(Summary, Projection),
     Ok((h.summary, p))
 }
 
-/// Reads a whole history held in memory into its extendable state and projection.
+/// Reads a whole history held in memory into its state and projection, its replay closed as
+/// a stored conversation (a turn open in it was interrupted).
 pub fn read_state(bytes: &[u8], id: &SessionId) -> Result<(History, Projection), HistoryError> {
     let mut r = Reader::new(id, true);
     let (complete, torn) = match memchr::memrchr(b'\n', bytes) {
@@ -249,7 +247,11 @@ pub fn read_state(bytes: &[u8], id: &SessionId) -> Result<(History, Projection),
             }
         }
     }
-    r.finish_state(torn)
+    let (mut h, p) = r.finish_state(torn)?;
+    if let Some(rp) = &mut h.replay {
+        rp.close_open_turn();
+    }
+    Ok((h, p))
 }
 
 /// A display title: at most 256 input bytes, sanitized, cut to 50 characters; unsafe → None.
@@ -463,7 +465,7 @@ mod tests {
             multi |= entries(&p).iter().any(|e| e["part"] == 1);
             // A fresh read closes an open turn; the live state leaves it open.
             let mut closed = h.replay().unwrap().clone();
-            closed.finish_read();
+            closed.close_open_turn();
             assert_eq!(closed.items(), fresh.replay().unwrap().items());
         }
         assert!(p.complete);

@@ -161,9 +161,9 @@ impl Replay {
         self.items.push(item);
     }
 
-    /// Ends a read of the stored history: a turn still open there was interrupted (the reader
-    /// holds the writer lease, so no live loop owns it).
-    pub fn finish_read(&mut self) {
+    /// Closes a turn still open as interrupted, for a stored history no live loop extends.
+    /// (An attachment leaves it open: its own next input or `run_finished` closes it.)
+    pub fn close_open_turn(&mut self) {
         self.close(None);
     }
 
@@ -283,7 +283,7 @@ mod tests {
             r.push(&Record::now("s", b), 10);
         }
         if read {
-            r.finish_read();
+            r.close_open_turn();
         }
         r
     }

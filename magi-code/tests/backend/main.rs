@@ -2,4 +2,5 @@
 //! tidy test of `src`'s layout.
 
 mod append_path;
+mod incremental;
 mod layering;
