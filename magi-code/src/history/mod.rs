@@ -145,9 +145,17 @@ impl History {
     }
 
     /// Ends a read of the stored file: `torn_tail` says its last line had no LF. A turn open
-    /// there stays open in the replay: the owner's next input closes it as interrupted.
+    /// there stays open in the replay (a rebuild under our own running turn).
     pub fn finish_read(&mut self, torn_tail: bool) {
         self.summary.torn_tail = torn_tail;
+    }
+
+    /// Closes a turn left open in the stored file as interrupted (see
+    /// [`Replay::close_open_turn`]): at open, no live loop owns it.
+    pub fn close_open_turn(&mut self) {
+        if let Some(rp) = &mut self.replay {
+            rp.close_open_turn();
+        }
     }
 
     /// Our own append succeeded: it cut any torn tail first.
@@ -248,9 +256,7 @@ pub fn read_state(bytes: &[u8], id: &SessionId) -> Result<(History, Projection),
         }
     }
     let (mut h, p) = r.finish_state(torn)?;
-    if let Some(rp) = &mut h.replay {
-        rp.close_open_turn();
-    }
+    h.close_open_turn();
     Ok((h, p))
 }
 

@@ -58,7 +58,8 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
             st.selection = Some(Selection::startup(rt));
             return Ok((result, Some(view(rt, st))));
         }
-        let loaded = load(rt, &id, cancel)?;
+        let mut loaded = load(rt, &id, cancel)?;
+        loaded.history.close_open_turn();
         let mut notices = loaded.notices;
         let selection = restore(rt, loaded.history.summary(), &mut notices);
         a.snapshot = Snapshot {
@@ -86,7 +87,8 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         LeaseError::Unsafe => ErrorCode::SessionInvalid,
     })?;
     // On any error below the new lease is dropped and the old attachment is untouched.
-    let loaded = load(rt, &id, cancel)?;
+    let mut loaded = load(rt, &id, cancel)?;
+    loaded.history.close_open_turn();
     let mut notices = loaded.notices;
     let selection = restore(rt, loaded.history.summary(), &mut notices);
     let a = Attachment {

@@ -276,3 +276,39 @@ fn a_projection_past_the_snapshot_budget_gives_no_revision_but_keeps_the_replay(
     );
     assert_eq!(a.replay().unwrap().len(), 16);
 }
+
+#[test]
+fn opening_a_history_cut_mid_loop_replays_a_valid_conversation() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let rt = runtime(home.path(), cwd.path());
+    let mut st = SessionState::default();
+    sessions::create(&rt, &mut st).unwrap();
+    let a = st.attachment.as_mut().unwrap();
+    let id = a.id.as_str().to_owned();
+    // Turn 3 of the cycle dies after its call (kill -9): no result, no run_finished.
+    for batch in turn(&id, 3) {
+        sessions::append(&rt, a, &batch).unwrap();
+    }
+    drop(st);
+    let mut st = SessionState::default();
+    sessions::open(&rt, &mut st, &id, &Cancel::default()).unwrap();
+    let items = st.attachment.as_ref().unwrap().replay().unwrap().to_vec();
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert!(matches!(&items[0], Item::User { .. }));
+    assert!(matches!(&items[1], Item::ToolCall { call_id, .. } if call_id == "c3"));
+    assert!(matches!(
+        &items[2],
+        Item::ToolResult { call_id, output, is_error: true } if call_id == "c3" && output == INTERRUPTED_RESULT
+    ));
+    assert!(matches!(&items[3], Item::Assistant { text } if text == NO_REPLY_INTERRUPTED));
+    // The next turn follows the note: no two user messages in a row.
+    let a = st.attachment.as_mut().unwrap();
+    for batch in turn(&id, 4) {
+        sessions::append(&rt, a, &batch).unwrap();
+    }
+    let items = a.replay().unwrap();
+    assert!(matches!(&items[4], Item::User { .. }));
+    let fresh = load(&rt, &a.id, &Cancel::default()).unwrap();
+    assert_eq!(items, fresh.history.replay().unwrap().items());
+}
