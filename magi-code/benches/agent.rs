@@ -65,7 +65,10 @@ impl Child {
     }
 
     fn next(&mut self) -> Value {
-        self.frames.next_frame().expect("child closed").expect("frame")
+        self.frames
+            .next_frame()
+            .expect("child closed")
+            .expect("frame")
     }
 
     fn call(&mut self, method: &str, params: &Value) -> Value {
@@ -223,7 +226,9 @@ fn serve_sse(s: TcpStream, body: &[u8], pieces: usize, pause: Duration) {
     let mut req = vec![0u8; len];
     let _ = r.read_exact(&mut req);
     let mut w = s;
-    let _ = w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+    let _ = w.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+    );
     let step = body.len().div_ceil(pieces.max(1));
     for c in body.chunks(step.max(1)) {
         if w.write_all(c).and_then(|()| w.flush()).is_err() {

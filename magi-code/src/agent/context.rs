@@ -4,42 +4,16 @@
 use crate::history::{Item, ToolSpec};
 use crate::runtime::Runtime;
 use crate::session::SessionState;
-use serde_json::Value;
+use protocol_core::ErrorCode;
 
-/// The earlier conversation of the attachment.
-// Interim: rebuilt from the display projection (user and assistant text only) until replay
-// from stored records lands.
-#[must_use]
-pub fn replay(st: &SessionState) -> Vec<Item> {
-    let Some(a) = &st.attachment else {
-        return Vec::new();
-    };
-    let mut out: Vec<Item> = Vec::new();
-    let mut last_id = String::new();
-    for e in &a.snapshot.projection.entries {
-        let Ok(v) = serde_json::from_str::<Value>(e) else {
-            continue;
-        };
-        let user = match v["kind"].as_str() {
-            Some("user") => true,
-            Some("assistant") => false,
-            _ => continue,
-        };
-        let id = v["message_id"].as_str().unwrap_or_default();
-        let text = v["text"].as_str().unwrap_or_default();
-        match out.last_mut() {
-            Some(Item::User { text: t }) if id == last_id && user => t.push_str(text),
-            Some(Item::Assistant { text: t }) if id == last_id && !user => t.push_str(text),
-            _ if user => out.push(Item::User {
-                text: text.to_owned(),
-            }),
-            _ => out.push(Item::Assistant {
-                text: text.to_owned(),
-            }),
-        }
-        last_id = id.to_owned();
+/// The earlier conversation of the attachment, replayed from its stored records
+/// (`runner.md` 4); an error when its history cannot be replayed whole (never a silently
+/// shortened conversation).
+pub fn replay(st: &SessionState) -> Result<Vec<Item>, ErrorCode> {
+    match &st.attachment {
+        Some(a) => Ok(a.replay()?.to_vec()),
+        None => Ok(Vec::new()),
     }
-    out
 }
 
 /// The system prompt: the runner's base prompt naming the workspace, then the instructions

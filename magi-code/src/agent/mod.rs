@@ -32,9 +32,10 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
     let (selection, turns, history) = {
         let st = ctx.state();
         match &st.attachment {
-            Some(a) if a.id.as_str() == session_id => {
-                (st.selection.clone(), a.turns, context::replay(&st))
-            }
+            Some(a) if a.id.as_str() == session_id => match context::replay(&st) {
+                Ok(h) => (st.selection.clone(), a.turns, h),
+                Err(code) => return reject(code),
+            },
             Some(_) => return reject(ErrorCode::StaleSession),
             None => return reject(ErrorCode::SessionMissing),
         }

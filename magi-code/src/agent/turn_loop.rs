@@ -344,7 +344,8 @@ fn answer_batch(
         .iter()
         .map(|call| {
             records.push(call_record(out, call));
-            (!out.ctx.cancel.is_cancelled()).then(|| tool_call::prepare(out, &call.1, &call.2, records))
+            (!out.ctx.cancel.is_cancelled())
+                .then(|| tool_call::prepare(out, &call.1, &call.2, records))
         })
         .collect();
     let (cwd, cancel) = (&out.ctx.rt.cwd, out.ctx.cancel);

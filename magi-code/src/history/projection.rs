@@ -1,6 +1,6 @@
 //! The bounded display projection that `history.page` pages through, built record by record.
 
-use super::record::{ActivityState, Body, HistoryError, Record};
+use super::record::{ActivityState, Body, HistoryError, Record, RunOutcome};
 use crate::util::redact::sanitize_text;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -11,6 +11,10 @@ pub const CHUNK_BYTES: usize = protocol_core::limits::HISTORY_CHUNK_BYTES;
 pub const SNAPSHOT_BYTES: usize = protocol_core::limits::HISTORY_SNAPSHOT_BYTES;
 /// Most parts in a projection.
 pub const SNAPSHOT_PARTS: usize = protocol_core::limits::HISTORY_SNAPSHOT_PARTS;
+
+/// The summary of the derived entry after a turn that never finished durably.
+pub const INTERRUPTED_SUMMARY: &str =
+    "A turn was interrupted before it finished durably; its reply may be incomplete.";
 
 #[derive(Debug)]
 struct Logical {
@@ -30,25 +34,80 @@ impl Logical {
             reconciled: false,
         }
     }
+
+    /// Its serialized parts as entry `m{n}`: sanitized first, then chunked.
+    fn parts(&self, n: usize) -> Vec<String> {
+        let text = sanitize_text(&self.text);
+        let parts = chunk(&text);
+        let last = parts.len() - 1;
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, part)| {
+                json!({
+                    "message_id": format!("m{n}"),
+                    "kind": self.kind,
+                    "text": part,
+                    "partial": self.partial,
+                    "part": i,
+                    "last_part": i == last,
+                })
+                .to_string()
+            })
+            .collect()
+    }
 }
 
-/// Builds the projection record by record, holding at most about twice the snapshot budget.
+/// The fixed summary of the derived entry after a failed or cancelled run; an error code is
+/// named only when it is one this backend knows (stored text is never echoed).
+fn finished_summary(outcome: RunOutcome, error_code: Option<&str>) -> Option<String> {
+    match outcome {
+        RunOutcome::Completed => None,
+        RunOutcome::Cancelled => Some("The turn was cancelled.".into()),
+        RunOutcome::Failed => Some(match error_code.and_then(protocol_core::ErrorCode::parse) {
+            Some(c) => format!("The turn failed: {}.", c.as_str()),
+            None => "The turn failed.".into(),
+        }),
+    }
+}
+
+/// Builds the projection record by record, holding at most about twice the snapshot budget,
+/// and serializes into a [`Projection`] only the entries that changed since the last
+/// [`Projector::emit`].
 #[derive(Debug, Default)]
 pub struct Projector {
     out: Vec<Logical>,
     messages: HashMap<String, usize>,
     summaries: HashMap<(String, String), usize>,
     activities: HashMap<String, usize>,
-    runs: Vec<String>,
+    /// Runs with `user_input` and no `run_finished` (yet).
+    open: HashSet<String>,
     finished: HashSet<String>,
     held: usize,
+    /// Entries already emitted: those below it that changed since are in `dirty`.
+    emitted: usize,
+    dirty: Vec<usize>,
 }
 
 impl Projector {
+    fn touch(&mut self, i: usize) {
+        if i < self.emitted {
+            self.dirty.push(i);
+        }
+    }
+
     fn set_text(&mut self, i: usize, text: String) -> Result<(), HistoryError> {
         self.held = self.held - self.out[i].text.len() + text.len();
         self.out[i].text = text;
+        self.touch(i);
         self.check()
+    }
+
+    fn set_partial(&mut self, i: usize, partial: bool) {
+        if self.out[i].partial != partial {
+            self.out[i].partial = partial;
+            self.touch(i);
+        }
     }
 
     fn add(&mut self, l: Logical) -> Result<usize, HistoryError> {
@@ -70,11 +129,22 @@ impl Projector {
     pub fn push(&mut self, r: &Record) -> Result<(), HistoryError> {
         match &r.body {
             Body::UserInput { run_id, text, .. } => {
-                self.runs.push(run_id.clone());
+                if !self.finished.contains(run_id) {
+                    self.open.insert(run_id.clone());
+                }
                 self.add(Logical::new("user", text.clone(), false))?;
             }
-            Body::RunFinished { run_id, .. } => {
-                self.finished.insert(run_id.clone());
+            Body::RunFinished {
+                run_id,
+                outcome,
+                error_code,
+            } => {
+                self.open.remove(run_id);
+                if self.finished.insert(run_id.clone()) {
+                    if let Some(t) = finished_summary(*outcome, error_code.as_deref()) {
+                        self.add(Logical::new("diagnostic", t, false))?;
+                    }
+                }
             }
             Body::AssistantChunk {
                 message_id, text, ..
@@ -102,12 +172,12 @@ impl Projector {
                         self.set_text(i, t.clone())?;
                     }
                     // Legacy output without text keeps its stored chunks.
-                    self.out[i].partial = *partial;
+                    self.set_partial(i, *partial);
                     self.out[i].reconciled = true;
                 }
                 None => {
-                    let mut l =
-                        Logical::new("assistant", text.clone().unwrap_or_default(), *partial);
+                    let t = text.clone().unwrap_or_default();
+                    let mut l = Logical::new("assistant", t, *partial);
                     l.reconciled = true;
                     let i = self.add(l)?;
                     self.messages.insert(message_id.clone(), i);
@@ -155,7 +225,7 @@ impl Projector {
                 match self.activities.get(activity_id.as_str()) {
                     Some(&i) => {
                         self.set_text(i, line)?;
-                        self.out[i].partial = partial;
+                        self.set_partial(i, partial);
                     }
                     None => {
                         let i = self.add(Logical::new("activity", line, partial))?;
@@ -167,6 +237,7 @@ impl Projector {
                 let t = summary.as_deref().unwrap_or("history compacted").to_owned();
                 self.add(Logical::new("compaction", t, false))?;
             }
+            // Replay-only records are never projected (`runner.md` 4).
             Body::SessionMeta {}
             | Body::SessionPreferences { .. }
             | Body::Title { .. }
@@ -178,54 +249,103 @@ impl Projector {
         Ok(())
     }
 
-    /// Ends the projection; a torn tail or a turn without `run_finished` makes it partial.
-    pub fn finish(mut self, torn_tail: bool) -> Result<Projection, HistoryError> {
-        let interrupted = torn_tail || self.runs.iter().any(|r| !self.finished.contains(r));
-        if interrupted {
-            self.add(Logical::new(
-                "diagnostic",
-                "A turn was interrupted before it finished durably; its reply may be incomplete."
-                    .into(),
-                true,
-            ))?;
+    /// Brings `p` up to date: re-serializes the entries that changed, appends the new ones,
+    /// and derives the trailing interrupted diagnostic (a torn tail or a turn without
+    /// `run_finished` makes the projection partial). `p` must be what this projector emitted
+    /// into before (or empty); otherwise it is rebuilt. Over 8 MiB or 10,000 parts is
+    /// `TooLarge`, with `p` still consistent so a later emit can continue.
+    pub fn emit(&mut self, p: &mut Projection, torn_tail: bool) -> Result<(), HistoryError> {
+        if p.layout.len() != self.emitted {
+            *p = Projection::default();
+            self.emitted = 0;
+            self.dirty.clear();
         }
-        let mut entries = Vec::new();
-        let mut bytes = 0usize;
-        for (n, l) in self.out.iter().enumerate() {
-            let text = sanitize_text(&l.text);
-            let parts = chunk(&text);
-            let last = parts.len() - 1;
-            for (i, part) in parts.into_iter().enumerate() {
-                let e = json!({
-                    "message_id": format!("m{n}"),
-                    "kind": l.kind,
-                    "text": part,
-                    "partial": l.partial,
-                    "part": i,
-                    "last_part": i == last,
-                });
-                let ser = e.to_string();
-                bytes += ser.len() + 1;
-                entries.push(ser);
-                if entries.len() > SNAPSHOT_PARTS || bytes > SNAPSHOT_BYTES {
-                    return Err(HistoryError::TooLarge);
-                }
+        for _ in 0..std::mem::take(&mut p.tail) {
+            if let Some(s) = p.entries.pop() {
+                p.bytes -= s.len() + 1;
             }
         }
-        Ok(Projection {
-            entries,
-            complete: !interrupted,
-        })
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for i in dirty {
+            p.replace(i, self.out[i].parts(i));
+        }
+        for i in self.emitted..self.out.len() {
+            p.push(self.out[i].parts(i));
+        }
+        self.emitted = self.out.len();
+        let interrupted = torn_tail || !self.open.is_empty();
+        if interrupted {
+            let l = Logical::new("diagnostic", INTERRUPTED_SUMMARY.into(), true);
+            for e in l.parts(self.out.len()) {
+                p.bytes += e.len() + 1;
+                p.entries.push(e);
+                p.tail += 1;
+            }
+        }
+        p.complete = !interrupted;
+        if p.entries.len() > SNAPSHOT_PARTS || p.bytes > SNAPSHOT_BYTES {
+            return Err(HistoryError::TooLarge);
+        }
+        Ok(())
+    }
+
+    /// Ends the projection in one go (a read that keeps no state).
+    pub fn finish(mut self, torn_tail: bool) -> Result<Projection, HistoryError> {
+        let mut p = Projection::default();
+        self.emit(&mut p, torn_tail)?;
+        Ok(p)
     }
 }
 
-/// An immutable projection: serialized entries and completeness.
-#[derive(Debug, Clone, Default)]
+/// A projection: serialized entries and completeness, with the layout that lets its
+/// [`Projector`] re-serialize one logical entry in place.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Projection {
     /// Serialized entry objects, in order.
     pub entries: Vec<String>,
     /// Whether the projection is complete (no interrupted turn).
     pub complete: bool,
+    /// Per logical entry: the index of its first part and its part count.
+    layout: Vec<(usize, usize)>,
+    /// Trailing parts of the derived interrupted diagnostic.
+    tail: usize,
+    /// Serialized bytes, one LF per entry included.
+    bytes: usize,
+}
+
+impl Projection {
+    /// The complete projection of a history with nothing in it.
+    #[must_use]
+    pub fn empty() -> Self {
+        Self {
+            complete: true,
+            ..Self::default()
+        }
+    }
+
+    fn push(&mut self, parts: Vec<String>) {
+        self.layout.push((self.entries.len(), parts.len()));
+        self.bytes += parts.iter().map(|e| e.len() + 1).sum::<usize>();
+        self.entries.extend(parts);
+    }
+
+    /// Replaces logical entry `i`'s parts; later entries shift when the count changes.
+    fn replace(&mut self, i: usize, parts: Vec<String>) {
+        let (start, count) = self.layout[i];
+        let new = parts.len();
+        self.bytes += parts.iter().map(|e| e.len() + 1).sum::<usize>();
+        for old in self.entries.splice(start..start + count, parts) {
+            self.bytes -= old.len() + 1;
+        }
+        if new != count {
+            self.layout[i].1 = new;
+            for l in &mut self.layout[i + 1..] {
+                l.0 = l.0 + new - count;
+            }
+        }
+    }
 }
 
 /// Splits text into parts whose escaped JSON length (and so raw length) is at most

@@ -58,8 +58,8 @@ pub enum Body {
         /// The whole text; absent in legacy records, whose chunks stand.
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
-        /// The reply was cut short by failure or cancellation (written only when true).
-        #[serde(skip_serializing_if = "is_false")]
+        /// The reply was cut short by failure or cancellation; written only when true.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
         partial: bool,
     },
     /// A reasoning summary.
@@ -114,49 +114,6 @@ pub enum Body {
         #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
-    /// A tool call the model made (replayed, never projected).
-    ToolCall {
-        /// The turn.
-        run_id: String,
-        /// The provider's call ID.
-        call_id: String,
-        /// The tool name as offered.
-        name: String,
-        /// The input object, or the raw arguments text when it was not one.
-        input: Value,
-    },
-    /// The result sent back for a call (replayed, never projected).
-    ToolResult {
-        /// The turn.
-        run_id: String,
-        /// The call it answers.
-        call_id: String,
-        /// The bounded output the model saw.
-        output: String,
-        /// Whether the call failed, was refused or was cut short.
-        is_error: bool,
-    },
-    /// Opaque data a provider needs back (replayed to that provider only, never projected).
-    ProviderItem {
-        /// The turn.
-        run_id: String,
-        /// The provider that produced it.
-        provider: String,
-        /// The block or item as received.
-        item: Value,
-    },
-    /// One step's token usage (never projected).
-    Usage {
-        /// The turn.
-        run_id: String,
-        /// Input tokens.
-        input_tokens: u64,
-        /// Output tokens.
-        output_tokens: u64,
-        /// Cached input tokens, where reported.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        cached_input_tokens: Option<u64>,
-    },
     /// The end of a turn.
     RunFinished {
         /// The turn.
@@ -166,6 +123,49 @@ pub enum Body {
         /// The error code of a failed turn; another type is tolerated as absent.
         #[serde(skip_serializing_if = "Option::is_none")]
         error_code: Option<String>,
+    },
+    /// A tool call the model made (replayed, never projected).
+    ToolCall {
+        /// The turn.
+        run_id: String,
+        /// The provider's call ID.
+        call_id: String,
+        /// The tool name as offered to the model.
+        name: String,
+        /// A JSON object, or the raw arguments text as a string.
+        input: Value,
+    },
+    /// The bounded result of a tool call (replayed, never projected).
+    ToolResult {
+        /// The turn.
+        run_id: String,
+        /// The call it answers.
+        call_id: String,
+        /// The output text given to the model.
+        output: String,
+        /// Whether the call failed, was refused or was cut short.
+        is_error: bool,
+    },
+    /// Opaque data a provider needs back verbatim (replayed to that provider only).
+    ProviderItem {
+        /// The turn.
+        run_id: String,
+        /// The provider (settings name) that produced it.
+        provider: String,
+        /// The block or item, exactly as received.
+        item: Value,
+    },
+    /// One step's token usage (never projected; feeds compaction).
+    Usage {
+        /// The turn.
+        run_id: String,
+        /// Input tokens of the step.
+        input_tokens: u64,
+        /// Output tokens of the step.
+        output_tokens: u64,
+        /// Cached input tokens, where the provider reports them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cached_input_tokens: Option<u64>,
     },
 }
 
@@ -231,29 +231,6 @@ impl RunOutcome {
 
 type Parsed<T> = Result<T, HistoryError>;
 
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-/// A required member of any JSON type.
-fn any(m: &mut Fields, k: &str) -> Parsed<Value> {
-    take(m, k).ok_or(HistoryError::Invalid)
-}
-
-/// A required non-negative integer.
-fn count(m: &mut Fields, k: &str) -> Parsed<u64> {
-    take(m, k).and_then(|v| v.as_u64()).ok_or(HistoryError::Invalid)
-}
-
-/// An optional non-negative integer (absent or `null` is `None`).
-fn opt_count(m: &mut Fields, k: &str) -> Parsed<Option<u64>> {
-    match take(m, k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or(HistoryError::Invalid),
-    }
-}
-
 /// A record's members in a flat list: a record has about ten, so a scan beats the map's
 /// rebalancing on removal.
 type Fields = Vec<(String, Value)>;
@@ -286,6 +263,26 @@ fn present_bool(m: &mut Fields, k: &str) -> Parsed<Option<bool>> {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(b)),
         Some(_) => Err(HistoryError::Invalid),
+    }
+}
+
+/// A required member of any JSON type.
+fn any(m: &mut Fields, k: &str) -> Parsed<Value> {
+    take(m, k).ok_or(HistoryError::Invalid)
+}
+
+/// A required non-negative integer.
+fn count(m: &mut Fields, k: &str) -> Parsed<u64> {
+    take(m, k)
+        .and_then(|v| v.as_u64())
+        .ok_or(HistoryError::Invalid)
+}
+
+/// An optional non-negative integer: absent or `null` is `None`, anything else malformed.
+fn opt_count(m: &mut Fields, k: &str) -> Parsed<Option<u64>> {
+    match take(m, k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or(HistoryError::Invalid),
     }
 }
 
@@ -358,6 +355,11 @@ impl Body {
                 summary: opt(m, "summary")?,
                 title: opt(m, "title")?,
             },
+            "run_finished" => Self::RunFinished {
+                run_id: req(m, "run_id")?,
+                outcome: named(m, "outcome")?,
+                error_code: lenient(m, "error_code"),
+            },
             "tool_call" => Self::ToolCall {
                 run_id: req(m, "run_id")?,
                 call_id: req(m, "call_id")?,
@@ -368,10 +370,7 @@ impl Body {
                 run_id: req(m, "run_id")?,
                 call_id: req(m, "call_id")?,
                 output: req(m, "output")?,
-                is_error: match take(m, "is_error") {
-                    Some(Value::Bool(b)) => b,
-                    _ => return Err(HistoryError::Invalid),
-                },
+                is_error: present_bool(m, "is_error")?.ok_or(HistoryError::Invalid)?,
             },
             "provider_item" => Self::ProviderItem {
                 run_id: req(m, "run_id")?,
@@ -383,11 +382,6 @@ impl Body {
                 input_tokens: count(m, "input_tokens")?,
                 output_tokens: count(m, "output_tokens")?,
                 cached_input_tokens: opt_count(m, "cached_input_tokens")?,
-            },
-            "run_finished" => Self::RunFinished {
-                run_id: req(m, "run_id")?,
-                outcome: named(m, "outcome")?,
-                error_code: lenient(m, "error_code"),
             },
             // Stored reads reject diagnostics; unknown types fail closed.
             _ => return Err(HistoryError::Invalid),
@@ -450,11 +444,11 @@ impl Record {
             | Body::AssistantMessage { run_id, .. }
             | Body::ReasoningSummary { run_id, .. }
             | Body::Activity { run_id, .. }
+            | Body::RunFinished { run_id, .. }
             | Body::ToolCall { run_id, .. }
             | Body::ToolResult { run_id, .. }
             | Body::ProviderItem { run_id, .. }
-            | Body::Usage { run_id, .. }
-            | Body::RunFinished { run_id, .. } => Some(run_id),
+            | Body::Usage { run_id, .. } => Some(run_id),
             _ => None,
         }
     }
@@ -513,5 +507,121 @@ mod tests {
             ),
             Err(HistoryError::Invalid)
         );
+    }
+
+    fn loop_records() -> Vec<Body> {
+        vec![
+            Body::ToolCall {
+                run_id: "r".into(),
+                call_id: "c1".into(),
+                name: "read_file".into(),
+                input: json!({"path": "a"}),
+            },
+            Body::ToolCall {
+                run_id: "r".into(),
+                call_id: "c2".into(),
+                name: "shell".into(),
+                input: json!("{not an object"),
+            },
+            Body::ToolResult {
+                run_id: "r".into(),
+                call_id: "c1".into(),
+                output: "text".into(),
+                is_error: true,
+            },
+            Body::ProviderItem {
+                run_id: "r".into(),
+                provider: "anthropic".into(),
+                item: json!({"type": "thinking", "signature": "s"}),
+            },
+            Body::Usage {
+                run_id: "r".into(),
+                input_tokens: u64::MAX,
+                output_tokens: 0,
+                cached_input_tokens: Some(3),
+            },
+            Body::Usage {
+                run_id: "r".into(),
+                input_tokens: 1,
+                output_tokens: 2,
+                cached_input_tokens: None,
+            },
+            Body::AssistantMessage {
+                run_id: "r".into(),
+                message_id: "a".into(),
+                text: Some("cut".into()),
+                partial: true,
+            },
+        ]
+    }
+
+    #[test]
+    fn loop_records_round_trip() {
+        for body in loop_records() {
+            let r = Record::now("s", body);
+            let line = serde_json::to_string(&r).unwrap();
+            assert_eq!(Record::parse(line.as_bytes()).unwrap(), r, "{line}");
+            assert_eq!(r.run_id(), Some("r"));
+        }
+        let whole = Record::now(
+            "s",
+            Body::AssistantMessage {
+                run_id: "r".into(),
+                message_id: "a".into(),
+                text: Some("x".into()),
+                partial: false,
+            },
+        );
+        let line = serde_json::to_string(&whole).unwrap();
+        assert!(
+            !line.contains("partial"),
+            "partial is written only when true"
+        );
+        let v = json!({"type":"tool_result","session_id":"s","ts":"t","run_id":"r","call_id":"c","output":"","is_error":false,"later":{"a":1}});
+        assert!(matches!(parse(&v).unwrap().body, Body::ToolResult { .. }));
+        let v = json!({"type":"usage","session_id":"s","ts":"t","run_id":"r","input_tokens":1,"output_tokens":2,"cached_input_tokens":null});
+        assert!(matches!(
+            parse(&v).unwrap().body,
+            Body::Usage {
+                cached_input_tokens: None,
+                ..
+            }
+        ));
+        let v = json!({"type":"tool_call","session_id":"s","ts":"t","run_id":"r","call_id":"c","name":"n","input":null});
+        assert!(parse(&v).is_ok(), "input may be any JSON value");
+    }
+
+    #[test]
+    fn loop_record_rejections() {
+        let base = |extra: Value| {
+            let mut v = json!({"session_id":"s","ts":"t","run_id":"r"});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        for v in [
+            base(json!({"type":"tool_call","call_id":"c","name":"n"})),
+            base(json!({"type":"tool_call","call_id":5,"name":"n","input":{}})),
+            base(json!({"type":"tool_result","call_id":"c","output":"o"})),
+            base(json!({"type":"tool_result","call_id":"c","output":"o","is_error":"no"})),
+            base(json!({"type":"tool_result","call_id":"c","output":{},"is_error":false})),
+            base(json!({"type":"provider_item","provider":"p"})),
+            base(json!({"type":"provider_item","provider":1,"item":{}})),
+            base(json!({"type":"usage","input_tokens":-1,"output_tokens":0})),
+            base(json!({"type":"usage","input_tokens":1.5,"output_tokens":0})),
+            base(json!({"type":"usage","input_tokens":1})),
+            base(json!({"type":"usage","input_tokens":1,"output_tokens":"2"})),
+            base(
+                json!({"type":"usage","input_tokens":1,"output_tokens":2,"cached_input_tokens":-3}),
+            ),
+            base(json!({"type":"assistant_message","message_id":"a","partial":"yes"})),
+            base(json!({"type":"assistant_message","message_id":"a","partial":null})),
+            base(json!({"type":"tool_use","call_id":"c"})),
+        ] {
+            assert_eq!(parse(&v), Err(HistoryError::Invalid), "{v}");
+        }
+        let v = json!({"type":"tool_call","session_id":"s","ts":"t","call_id":"c","name":"n","input":{}});
+        assert_eq!(parse(&v), Err(HistoryError::Invalid), "run_id is required");
     }
 }

@@ -151,7 +151,9 @@ impl HttpModel {
                 _ if cancel.is_cancelled() => return Err(cancelled()),
                 Ok(n) => n,
                 // Before any event a broken connection is worth another try.
-                Err(_) if !seen_event => return Err(Attempt::Retry(StepFailure::Unreachable, None)),
+                Err(_) if !seen_event => {
+                    return Err(Attempt::Retry(StepFailure::Unreachable, None))
+                }
                 Err(_) => return Err(Attempt::Fail(StepFailure::Unreachable)),
             };
             if n == 0 {
@@ -274,7 +276,11 @@ mod tests {
     fn retry_after_seconds_and_dates() {
         assert_eq!(retry_after("3", 0), Some(Duration::from_secs(3)));
         assert_eq!(retry_after("60", 0), Some(Duration::from_secs(60)));
-        assert_eq!(retry_after("61", 0), Some(Duration::from_secs(60)), "capped");
+        assert_eq!(
+            retry_after("61", 0),
+            Some(Duration::from_secs(60)),
+            "capped"
+        );
         let now = crate::util::time::parse_rfc3339("2026-12-01T08:00:00Z").unwrap();
         assert_eq!(
             retry_after("Tue, 01 Dec 2026 08:00:05 GMT", now),

@@ -1,7 +1,8 @@
-//! The durable append path of the attached session, and the snapshot refresh after it.
+//! The durable append path of the attached session, and the snapshot refresh after it. The
+//! attachment's derived state is extended by what it appends, never re-read (`runner.md` 4).
 
 use super::load::load;
-use super::state::{Attachment, Snapshot};
+use super::state::Attachment;
 use crate::history::{Body, Record};
 use crate::runtime::Runtime;
 use crate::store::{Appender, Lease, LeaseKind, Sessions};
@@ -9,15 +10,39 @@ use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use protocol_core::ErrorCode;
 
+/// Counts the bytes written through it.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The stored line length of `r`, LF included, as the appender writes it.
+fn line_len(r: &Record) -> usize {
+    let mut c = Counter(0);
+    serde_json::to_writer(&mut c, r).map_or(usize::MAX, |()| c.0 + 1)
+}
+
 /// Appends records to the attached session durably: the first append creates the history
 /// (with its `session_meta` record), takes the writer lease and fsyncs file and folder.
 /// Errors are `persistence_failed`, and nothing is claimed durable that was not written.
+/// After the write the attachment's derived state takes the records and the snapshot takes the
+/// file's identity; when the file changed under it (another writer) or a write failed part way,
+/// that state is rebuilt from the file instead.
 pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<(), ErrorCode> {
     let sessions = Sessions::new(&rt.root);
     if !sessions.is_safe() {
         return Err(ErrorCode::PersistenceFailed);
     }
     let path = sessions.history_path(&a.id);
+    let mut created = None;
     if !a.durable {
         let lease = Lease::acquire(&sessions, &a.id, LeaseKind::Writer)
             .map_err(|_| ErrorCode::PersistenceFailed)?;
@@ -25,11 +50,12 @@ pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<()
         let mut meta = Record::now(a.id.as_str(), Body::SessionMeta {});
         meta.cwd = Some(rt.cwd.to_string_lossy().into_owned());
         appender
-            .append(&[meta])
+            .append(std::slice::from_ref(&meta))
             .map_err(|_| ErrorCode::PersistenceFailed)?;
         a.writer = Some(lease);
         a.appender = Some(appender);
         a.durable = true;
+        created = Some(meta);
     }
     let _append_lease = Lease::acquire(&sessions, &a.id, LeaseKind::Append)
         .map_err(|_| ErrorCode::PersistenceFailed)?;
@@ -37,23 +63,60 @@ pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<()
         a.appender = Some(Appender::open(&path).map_err(|_| ErrorCode::PersistenceFailed)?);
     }
     let appender = a.appender.as_mut().ok_or(ErrorCode::PersistenceFailed)?;
-    appender
-        .append(records)
-        .map_err(|_| ErrorCode::PersistenceFailed)?;
-    // Our own write moves the history on: the snapshot is stale until rebuilt.
+    if created.is_none() && appender.identity().ok() != a.snapshot.identity {
+        // Someone else wrote since: our state lacks their records.
+        a.history = None;
+    }
+    // Our own write moves the history on: the snapshot is stale until refreshed.
     a.snapshot.stale = true;
+    if appender.append(records).is_err() {
+        // Whole lines may have landed without their fsync: the state no longer mirrors the file.
+        a.history = None;
+        return Err(ErrorCode::PersistenceFailed);
+    }
+    match appender.identity() {
+        Ok(identity) => a.snapshot.identity = Some(identity),
+        Err(_) => a.history = None,
+    }
+    match a.history.as_mut() {
+        Some(h) => {
+            h.appended();
+            for r in created.iter().chain(records) {
+                // A refusal sticks in the state; refresh and replay report it.
+                if h.push(r, line_len(r)).is_err() {
+                    break;
+                }
+            }
+            a.turns = h.summary().turns;
+        }
+        None => {
+            // On failure the state stays absent: refresh retries, replay reports it.
+            let _ = rebuild(rt, a, &Cancel::default());
+        }
+    }
     Ok(())
 }
 
-/// Rebuilds the attachment's snapshot after its own appends; returns the new revision.
-pub fn refresh(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<String, ErrorCode> {
+/// Rebuilds the attachment's derived state and snapshot projection from the file.
+fn rebuild(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<(), ErrorCode> {
     let loaded = load(rt, &a.id, cancel)?;
-    a.snapshot = Snapshot {
-        revision: fresh_revision(),
-        projection: loaded.projection,
-        identity: Some(loaded.identity),
-        stale: false,
-    };
-    a.turns = loaded.summary.turns;
+    a.turns = loaded.history.summary().turns;
+    a.snapshot.projection = loaded.projection;
+    a.snapshot.identity = Some(loaded.identity);
+    a.history = Some(loaded.history);
+    Ok(())
+}
+
+/// Gives the attachment a new snapshot revision after its own appends, extending the
+/// projection by what changed (or rebuilding it from the file when the state was dropped);
+/// returns the new revision. `history_limit` past the snapshot bounds.
+pub fn refresh(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<String, ErrorCode> {
+    a.snapshot.stale = true;
+    match a.history.as_mut() {
+        Some(h) => h.emit(&mut a.snapshot.projection)?,
+        None => rebuild(rt, a, cancel)?,
+    }
+    a.snapshot.revision = fresh_revision();
+    a.snapshot.stale = false;
     Ok(a.snapshot.revision.clone())
 }

@@ -1,7 +1,7 @@
 //! Reading a stored history for attachment: one bounded, cancellable, held read that validates
 //! every record, checks the workspace and builds the projection.
 
-use crate::history::{HistoryError, Projection, Reader, Summary};
+use crate::history::{History, HistoryError, Projection, Reader};
 use crate::runtime::Runtime;
 use crate::store::{self, Identity, ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
@@ -14,8 +14,8 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// A validated history.
 pub struct Loaded {
-    /// What discovery and reopen need.
-    pub summary: Summary,
+    /// The state derived from it, to be extended by later appends.
+    pub history: History,
     /// The display projection.
     pub projection: Projection,
     /// The file's identity as read.
@@ -66,7 +66,8 @@ pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, Err
         return Err(ErrorCode::OperationCancelled);
     }
     let torn = streamed.is_some_and(|s| s.torn);
-    let (summary, projection) = reader.finish(torn)?;
+    let (history, projection) = reader.finish_state(torn)?;
+    let summary = history.summary();
     let Some(streamed) = streamed else {
         return Err(ErrorCode::SessionInvalid);
     };
@@ -78,8 +79,8 @@ pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, Err
         notices.push(Notice::CwdUnverified);
     }
     Ok(Loaded {
-        summary,
-        projection: projection.unwrap_or_default(),
+        history,
+        projection,
         identity: streamed.identity,
         notices,
     })

@@ -12,6 +12,7 @@ pub use page::page;
 pub use selection::{select, view, SetSelection};
 pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};
 
+use crate::history::History;
 use crate::runtime::Runtime;
 use crate::store::{Lease, LeaseError, LeaseKind, SessionId, Sessions};
 use crate::util::cancel::Cancel;
@@ -24,8 +25,10 @@ use std::fs;
 
 /// `session.create`: a lazy handle, no file, no lease, no history.
 pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
+    let id = SessionId::generate();
     let a = Attachment {
-        id: SessionId::generate(),
+        history: Some(History::new(&id, true)),
+        id,
         durable: false,
         writer: None,
         appender: None,
@@ -50,20 +53,23 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         if !a.durable {
             // Same-child reopen of a lazy handle.
             a.snapshot = Snapshot::empty();
+            a.history = Some(History::new(&id, true));
             let result = json!({ "session_id": id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
             st.selection = Some(Selection::startup(rt));
             return Ok((result, Some(view(rt, st))));
         }
-        let loaded = load(rt, &id, cancel)?;
+        let mut loaded = load(rt, &id, cancel)?;
+        loaded.history.close_open_turn();
         let mut notices = loaded.notices;
-        let selection = restore(rt, &loaded.summary, &mut notices);
+        let selection = restore(rt, loaded.history.summary(), &mut notices);
         a.snapshot = Snapshot {
             revision: fresh_revision(),
             projection: loaded.projection,
             identity: Some(loaded.identity),
             stale: false,
         };
-        a.turns = loaded.summary.turns;
+        a.turns = loaded.history.summary().turns;
+        a.history = Some(loaded.history);
         let result = json!({ "session_id": id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
         st.selection = Some(selection);
         return Ok((result, Some(view(rt, st))));
@@ -81,9 +87,10 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         LeaseError::Unsafe => ErrorCode::SessionInvalid,
     })?;
     // On any error below the new lease is dropped and the old attachment is untouched.
-    let loaded = load(rt, &id, cancel)?;
+    let mut loaded = load(rt, &id, cancel)?;
+    loaded.history.close_open_turn();
     let mut notices = loaded.notices;
-    let selection = restore(rt, &loaded.summary, &mut notices);
+    let selection = restore(rt, loaded.history.summary(), &mut notices);
     let a = Attachment {
         id,
         durable: true,
@@ -95,7 +102,8 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
             identity: Some(loaded.identity),
             stale: false,
         },
-        turns: loaded.summary.turns,
+        turns: loaded.history.summary().turns,
+        history: Some(loaded.history),
     };
     let result = json!({ "session_id": a.id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
     st.attachment = Some(a);

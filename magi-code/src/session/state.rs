@@ -1,7 +1,7 @@
 //! The session state of one child, owned by the session worker: the attachment, the selection
 //! in effect, and the paged snapshots of `session.list` and `model.catalog`.
 
-use crate::history::Projection;
+use crate::history::{History, Item, Projection, Replay};
 use crate::store::{Appender, Identity, Lease, SessionId};
 use crate::util::ids::fresh_revision;
 use crate::util::paging;
@@ -45,10 +45,7 @@ impl Snapshot {
     pub fn empty() -> Self {
         Self {
             revision: fresh_revision(),
-            projection: Projection {
-                entries: Vec::new(),
-                complete: true,
-            },
+            projection: Projection::empty(),
             identity: None,
             stale: false,
         }
@@ -70,6 +67,19 @@ pub struct Attachment {
     pub snapshot: Snapshot,
     /// Turns recorded in the history (the scripted provider plays `turns[n mod len]`).
     pub turns: usize,
+    /// The state derived from the history as this attachment wrote it, extended per append
+    /// (`runner.md` 4); `None` once it may differ from the file, until rebuilt from it.
+    pub history: Option<History>,
+}
+
+impl Attachment {
+    /// The conversation the provider is given (`runner.md` 4): the stored turns so far, with
+    /// the open turn as recorded. `history_limit` or `session_invalid` when the history
+    /// cannot be replayed whole.
+    pub fn replay(&self) -> Result<&[Item], ErrorCode> {
+        let h = self.history.as_ref().ok_or(ErrorCode::SessionInvalid)?;
+        h.replay().map(Replay::items).map_err(ErrorCode::from)
+    }
 }
 
 /// Session state of one child, owned by the session worker.

@@ -1,6 +1,7 @@
 //! Durable writes: the append-only history appender, folder fsync, and atomic replacement of
 //! rewritten files.
 
+use super::held::Identity;
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -53,6 +54,11 @@ impl Appender {
             file,
             check_tail: true,
         })
+    }
+
+    /// The identity of the held file now (after our writes, for the snapshot).
+    pub fn identity(&self) -> io::Result<Identity> {
+        Ok(Identity::of(&self.file.metadata()?))
     }
 
     /// Cuts a torn last line (no LF) back to the last LF (`decisions.md` 23).

@@ -33,7 +33,8 @@ pub struct Identity {
 }
 
 impl Identity {
-    fn of(m: &fs::Metadata) -> Self {
+    /// The identity in `m`.
+    pub(crate) fn of(m: &fs::Metadata) -> Self {
         Self {
             dev: m.dev(),
             ino: m.ino(),

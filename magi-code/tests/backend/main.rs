@@ -3,4 +3,5 @@
 
 mod append_path;
 mod fuzz_corpus;
+mod incremental;
 mod layering;

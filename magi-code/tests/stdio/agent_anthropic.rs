@@ -12,16 +12,23 @@ use std::time::Duration;
 const WAIT: Duration = Duration::from_secs(10);
 
 fn ev(data: &Value) -> String {
-    format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())
+    format!(
+        "event: {}\ndata: {data}\n\n",
+        data["type"].as_str().unwrap()
+    )
 }
 
 fn start() -> String {
-    ev(&json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 40, "output_tokens": 1}}}))
+    ev(
+        &json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 40, "output_tokens": 1}}}),
+    )
 }
 
 fn stop(reason: &str) -> Vec<String> {
     vec![
-        ev(&json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 12}})),
+        ev(
+            &json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 12}}),
+        ),
         ev(&json!({"type": "message_stop"})),
     ]
 }
@@ -30,27 +37,45 @@ fn stop(reason: &str) -> Vec<String> {
 fn tool_use(index: u64, id: &str, name: &str, input: &str) -> Vec<String> {
     let cut = input.len() / 2;
     vec![
-        ev(&json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})),
-        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": ""}})),
-        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[..cut]}})),
-        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[cut..]}})),
+        ev(
+            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ),
+        ev(
+            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": ""}}),
+        ),
+        ev(
+            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[..cut]}}),
+        ),
+        ev(
+            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[cut..]}}),
+        ),
         ev(&json!({"type": "content_block_stop", "index": index})),
     ]
 }
 
 fn text(index: u64, t: &str) -> Vec<String> {
     vec![
-        ev(&json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})),
-        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}})),
+        ev(
+            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        ),
+        ev(
+            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}}),
+        ),
         ev(&json!({"type": "content_block_stop", "index": index})),
     ]
 }
 
 fn thinking(index: u64, t: &str, sig: &str) -> Vec<String> {
     vec![
-        ev(&json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}})),
-        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": t}})),
-        ev(&json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": sig}})),
+        ev(
+            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}}),
+        ),
+        ev(
+            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": t}}),
+        ),
+        ev(
+            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": sig}}),
+        ),
         ev(&json!({"type": "content_block_stop", "index": index})),
     ]
 }
@@ -99,7 +124,12 @@ fn tool_use_thinking_and_results_go_back_in_the_documented_shape() {
             thinking(0, "I should read both files.", "EqQBsig=="),
             text(1, "Reading."),
             tool_use(2, "toolu_A", "read_file", r#"{"path":"a.txt"}"#),
-            tool_use(3, "toolu_B", "write_file", r#"{"path":"b.txt","content":"x"}"#),
+            tool_use(
+                3,
+                "toolu_B",
+                "write_file",
+                r#"{"path":"b.txt","content":"x"}"#,
+            ),
             stop("tool_use"),
         ]),
         reply(vec![text(0, "Done: a says alpha."), stop("end_turn")]),
@@ -150,7 +180,10 @@ fn tool_use_thinking_and_results_go_back_in_the_documented_shape() {
     assert_eq!(results[0]["is_error"], false);
     assert!(results[0]["content"].as_str().unwrap().contains("alpha"));
     assert_eq!(results[1]["tool_use_id"], "toolu_B");
-    assert_eq!(results[1]["is_error"], true, "policy deny is an error result");
+    assert_eq!(
+        results[1]["is_error"], true,
+        "policy deny is an error result"
+    );
     assert!(!env.cwd.join("b.txt").exists());
 
     // The thinking text is a provider summary: it shows in history; the signature never does.
@@ -182,7 +215,10 @@ fn an_overloaded_error_after_200_fails_the_step_with_the_partial_reply() {
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed");
     assert_eq!(fin["error_code"], "execution_failed");
-    let diags: Vec<&Value> = frames.iter().filter(|f| f["event"] == "diagnostic").collect();
+    let diags: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["event"] == "diagnostic")
+        .collect();
     assert_eq!(diags.len(), 1);
     assert_eq!(diags[0]["data"]["code"], "provider_error");
     let rec: Vec<&Value> = frames

@@ -99,13 +99,19 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert!(names.contains(&"read_file") && names.contains(&"shell"), "{names:?}");
+    assert!(
+        names.contains(&"read_file") && names.contains(&"shell"),
+        "{names:?}"
+    );
     let second = llm.next(WAIT);
     let msgs = second.body["messages"].as_array().unwrap();
     let n = msgs.len();
     assert_eq!(msgs[n - 2]["role"], "assistant");
     assert_eq!(msgs[n - 2]["tool_calls"][0]["id"], "call_A");
-    assert_eq!(msgs[n - 2]["tool_calls"][0]["function"]["name"], "read_file");
+    assert_eq!(
+        msgs[n - 2]["tool_calls"][0]["function"]["name"],
+        "read_file"
+    );
     assert_eq!(msgs[n - 1]["role"], "tool");
     assert_eq!(msgs[n - 1]["tool_call_id"], "call_A");
     assert!(msgs[n - 1]["content"]
@@ -191,7 +197,12 @@ fn a_denied_approval_is_an_error_result_not_a_failed_run() {
     assert!(!env.cwd.join("x.txt").exists());
     let _ = llm.next(WAIT);
     let second = llm.next(WAIT);
-    let last = second.body["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = second.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["tool_call_id"], "w1");
     assert!(last["content"]
         .as_str()

@@ -259,14 +259,17 @@ fn scripted_turns_cancel_fail_and_cycle() {
         .iter()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
+    // Each stored failure or cancellation is followed by its derived diagnostic (runner.md 5).
     assert_eq!(
         kinds,
         [
             "user",
             "assistant",
+            "diagnostic",
             "user",
             "reasoning_summary",
-            "assistant"
+            "assistant",
+            "diagnostic"
         ]
     );
     assert_eq!(
@@ -276,6 +279,61 @@ fn scripted_turns_cancel_fail_and_cycle() {
     );
     s.call("bye", "shutdown", &json!({}));
     assert_eq!(s.exit_code_within(Duration::from_secs(10)), 0);
+}
+
+#[test]
+fn a_failed_run_reopens_with_a_diagnostic_after_its_partial_reply() {
+    let env = Env::new();
+    write_script(
+        &env,
+        json!([{"steps": [{"text": "half an answ"}, {"fail": "x"}]}]),
+        None,
+    );
+    let (mut s, sid) = start_session(&env, &CAPS);
+    s.request(
+        "t1",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "go"}),
+    );
+    let frames = run_frames(&mut s, "t1");
+    let fin = events(&frames, "run.finished")[0];
+    assert_eq!(fin["error_code"], "execution_failed");
+    assert_eq!(fin["persistence"], "durable");
+    s.call("bye", "shutdown", &json!({}));
+    assert_eq!(s.exit_code_within(Duration::from_secs(10)), 0);
+
+    let mut again = env.spawn();
+    again.call("init", "initialize", &init_params(&[]));
+    let open = again.call("o", "session.open", &json!({"session_id": sid}));
+    let rev = result(&open)["revision"].as_str().unwrap().to_owned();
+    let page = again.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
+    let got: Vec<(&str, &str, bool)> = result(&page)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap(),
+                e["text"].as_str().unwrap(),
+                e["partial"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("user", "go", false),
+            ("assistant", "half an answ", true),
+            ("diagnostic", "The turn failed: execution_failed.", false),
+        ]
+    );
+    assert_eq!(result(&page)["complete"], true);
+    again.call("bye", "shutdown", &json!({}));
+    assert_eq!(again.exit_code_within(Duration::from_secs(10)), 0);
 }
 
 #[test]

@@ -140,7 +140,11 @@ fn serve(stream: TcpStream, reply: &Reply, tx: &Sender<Seen>, closed: &Sender<In
     if r.read_line(&mut line).unwrap_or(0) == 0 {
         return;
     }
-    let path = line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
     let mut headers = Vec::new();
     let mut len = 0usize;
     loop {
@@ -204,7 +208,9 @@ fn serve(stream: TcpStream, reply: &Reply, tx: &Sender<Seen>, closed: &Sender<In
         // Wait for the client to close: a read returns 0 (or fails) when it does.
         let mut buf = [0u8; 64];
         let mut rest = r;
-        let _ = rest.get_mut().set_read_timeout(Some(Duration::from_secs(30)));
+        let _ = rest
+            .get_mut()
+            .set_read_timeout(Some(Duration::from_secs(30)));
         loop {
             match rest.read(&mut buf) {
                 Ok(0) | Err(_) => break,
