@@ -100,9 +100,11 @@ fn env_for(llm: &FakeLlm) -> Env {
 }
 
 fn turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
-    // Request IDs are never reused within a child: the prompt names the turn.
+    // Request IDs are never reused within a child.
+    static TURN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = TURN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     s.call(
-        &format!("t-{prompt}"),
+        &format!("turn{n}"),
         "turn.start",
         &json!({"session_id": sid, "prompt": prompt}),
     );
