@@ -99,14 +99,15 @@ impl<'a> RunOutput<'a> {
     }
 
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
-    pub fn delta(&self, message_id: &str, part: usize, text: &str) {
+    /// Whether it was sent.
+    pub fn delta(&self, message_id: &str, part: usize, text: &str) -> bool {
         let data = self.data(json!({ "message_id": message_id, "part": part, "text": text }));
-        let _ = self.ctx.sink.try_send(WorkerEvent::RunEvent {
+        self.ctx.sink.try_send(WorkerEvent::RunEvent {
             run_id: self.run_id.clone(),
             name: "message.delta".into(),
             data,
             critical: false,
-        });
+        })
     }
 
     /// A record of this run's session, stamped now.

@@ -15,6 +15,8 @@ pub struct Segment {
     pub text: String,
     /// The next live part number.
     pub part: usize,
+    /// Delta text not yet sent: the channel had no room. It rides with the next delta.
+    pending: String,
 }
 
 impl Segment {
@@ -25,16 +27,27 @@ impl Segment {
             id: format!("a-{}", uuid::Uuid::new_v4().simple()),
             text: String::new(),
             part: 0,
+            pending: String::new(),
         }
     }
 
-    /// Streams `text` as deltas of at most the live chunk bound, aiming for `pieces`.
+    /// Streams `text` as deltas of at most the live chunk bound, aiming for `pieces`. A delta
+    /// the channel has no room for is coalesced into the next one (`local-agent-protocol.md`:
+    /// deltas may coalesce under pressure); only text past one chunk's bound is dropped, and
+    /// then the part number skips, so a client sees the gap until reconciliation.
     pub fn stream(&mut self, out: &RunOutput<'_>, text: &str, pieces: usize) {
-        for c in live_chunks(text, pieces, LIVE_CHUNK_BYTES) {
-            out.delta(&self.id, self.part, c);
-            self.part += 1;
-        }
         self.text.push_str(text);
+        for c in live_chunks(text, pieces, LIVE_CHUNK_BYTES) {
+            if self.pending.len() + c.len() > LIVE_CHUNK_BYTES && !self.pending.is_empty() {
+                self.pending.clear();
+                self.part += 1;
+            }
+            self.pending.push_str(c);
+            if out.delta(&self.id, self.part, &self.pending) {
+                self.part += 1;
+                self.pending.clear();
+            }
+        }
     }
 }
 
