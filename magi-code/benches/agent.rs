@@ -305,6 +305,9 @@ fn binary_stream(events: usize) -> (f64, usize) {
     c.finish();
     let text: usize = (0..events).map(|i| format!("w{i} ").len()).sum();
     let delivered = events as f64 * bytes as f64 / text as f64;
+    eprintln!(
+        "stream: {events} events in {ms:.1} ms, {frames} delta frames, {bytes} of {text} text bytes delivered"
+    );
     (delivered / (ms / 1e3), frames)
 }
 

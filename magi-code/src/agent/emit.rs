@@ -101,13 +101,25 @@ impl<'a> RunOutput<'a> {
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
     /// Whether it was sent.
     pub fn delta(&self, message_id: &str, part: usize, text: &str) -> bool {
+        self.ctx.sink.try_send(self.delta_event(message_id, part, text))
+    }
+
+    /// [`Self::delta`], waiting up to `wait` for room: a full chunk of coalesced text is worth
+    /// slowing the provider's stream for.
+    pub fn delta_wait(&self, message_id: &str, part: usize, text: &str, wait: Duration) -> bool {
+        self.ctx
+            .sink
+            .send_timeout(self.delta_event(message_id, part, text), wait)
+    }
+
+    fn delta_event(&self, message_id: &str, part: usize, text: &str) -> WorkerEvent {
         let data = self.data(json!({ "message_id": message_id, "part": part, "text": text }));
-        self.ctx.sink.try_send(WorkerEvent::RunEvent {
+        WorkerEvent::RunEvent {
             run_id: self.run_id.clone(),
             name: "message.delta".into(),
             data,
             critical: false,
-        })
+        }
     }
 
     /// A record of this run's session, stamped now.

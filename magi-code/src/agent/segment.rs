@@ -7,6 +7,9 @@ use crate::util::text::live_chunks;
 use protocol_core::limits::LIVE_CHUNK_BYTES;
 use serde_json::json;
 
+/// How long a full chunk of coalesced delta text waits for channel room before it is dropped.
+const FULL_CHUNK_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// One assistant segment: text between tool calls, with its own message ID.
 pub struct Segment {
     /// The live message ID.
@@ -33,12 +36,14 @@ impl Segment {
 
     /// Streams `text` as deltas of at most the live chunk bound, aiming for `pieces`. A delta
     /// the channel has no room for is coalesced into the next one (`local-agent-protocol.md`:
-    /// deltas may coalesce under pressure); only text past one chunk's bound is dropped, and
-    /// then the part number skips, so a client sees the gap until reconciliation.
+    /// deltas may coalesce under pressure); a full chunk of coalesced text waits a moment for
+    /// room (slowing the provider's stream a little), and only if there is still none is it
+    /// dropped, the part number skipping so a client sees the gap until reconciliation.
     pub fn stream(&mut self, out: &RunOutput<'_>, text: &str, pieces: usize) {
         self.text.push_str(text);
         for c in live_chunks(text, pieces, LIVE_CHUNK_BYTES) {
             if self.pending.len() + c.len() > LIVE_CHUNK_BYTES && !self.pending.is_empty() {
+                let _ = out.delta_wait(&self.id, self.part, &self.pending, FULL_CHUNK_WAIT);
                 self.pending.clear();
                 self.part += 1;
             }
