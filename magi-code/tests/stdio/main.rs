@@ -6,6 +6,7 @@ mod common;
 
 mod agent_anthropic;
 mod agent_loop;
+mod agent_responses;
 mod catalog;
 mod chat_cli;
 mod harness;
