@@ -62,7 +62,7 @@ echo "== server up on :$PORT"
 # The proxy: forwards to the server, streaming; forces `list_dir` on a request whose last
 # message is the user's when $work/force exists; records every request body.
 cat >"$work/proxy.py" <<'PY'
-import http.server, json, os, sys, urllib.request
+import http.server, json, os, sys, urllib.error, urllib.request
 upstream, work = sys.argv[1], sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
@@ -74,7 +74,20 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write(json.dumps(body) + "\n")
         req = urllib.request.Request(upstream + self.path, data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
-        with urllib.request.urlopen(req, timeout=300) as r:
+        try:
+            r = urllib.request.urlopen(req, timeout=300)
+        except urllib.error.HTTPError as e:
+            # Pass the upstream's error status and body through, so the backend sees them.
+            data = e.read()
+            self.send_response(e.code)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            with open(os.path.join(work, "errors.log"), "a") as f:
+                f.write(data.decode(errors="replace")[:2000] + "\n")
+            return
+        with r:
             self.send_response(r.status)
             self.send_header("content-type", r.headers.get("content-type", "text/event-stream"))
             self.end_headers()

@@ -111,12 +111,9 @@ impl Reply {
         if calls.is_empty() {
             messages.push(json!({"role": "assistant", "content": text}));
         } else {
-            let content = if text.is_empty() {
-                Value::Null
-            } else {
-                Value::String(text)
-            };
-            messages.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+            // An empty string rather than null: OpenAI takes both, but llama-cpp-python's
+            // server (tried end to end) rejects a null content with a 500.
+            messages.push(json!({"role": "assistant", "content": text, "tool_calls": calls}));
         }
     }
 }
@@ -821,7 +818,7 @@ mod tests {
                 ]},
                 {"role": "tool", "tool_call_id": "call_A", "content": "fn a() {}"},
                 {"role": "tool", "tool_call_id": "call_B", "content": "error: input is not a JSON object"},
-                {"role": "assistant", "content": null, "tool_calls": [
+                {"role": "assistant", "content": "", "tool_calls": [
                     {"id": "call_C", "type": "function",
                         "function": {"name": "list_dir", "arguments": "{}"}},
                 ]},
