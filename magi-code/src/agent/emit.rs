@@ -101,7 +101,9 @@ impl<'a> RunOutput<'a> {
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
     /// Whether it was sent.
     pub fn delta(&self, message_id: &str, part: usize, text: &str) -> bool {
-        self.ctx.sink.try_send(self.delta_event(message_id, part, text))
+        self.ctx
+            .sink
+            .try_send(self.delta_event(message_id, part, text))
     }
 
     /// [`Self::delta`], waiting up to `wait` for room: a full chunk of coalesced text is worth

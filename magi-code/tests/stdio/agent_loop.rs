@@ -330,3 +330,132 @@ fn shutdown_during_a_silent_stream_finishes_the_run_and_exits_0() {
     assert_eq!(s.exit_code(), 0);
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
 }
+
+#[test]
+fn a_crash_mid_loop_leaves_a_history_that_replays_as_a_valid_conversation() {
+    // Child A (scripted) runs a tool step, which is durable, then sleeps in its next step;
+    // it is killed with SIGKILL there. Child B, on a Chat provider, reopens the session.
+    let env = Env::new();
+    std::fs::write(env.cwd.join("n.txt"), "note\n").unwrap();
+    crate::common::write_script(
+        &env,
+        json!([{"steps": [
+            {"tool": {"name": "read_file", "input": {"path": "n.txt"}}},
+            {"sleep_ms": 30000},
+            {"text": "never"},
+        ]}]),
+        Some(json!({"read": "allow"})),
+    );
+    let (mut a, sid) = start_session(&env, &[]);
+    start_turn(&mut a, &sid, "read my note");
+    loop {
+        let f = a.next();
+        if f["event"] == "activity" && f["data"]["state"] == "completed" {
+            break;
+        }
+    }
+    // The step's records are appended before the next step starts.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(a); // SIGKILL
+
+    let llm = FakeLlm::start(vec![chat_text(&["recovered"])]);
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+    }));
+    let mut b = env.spawn();
+    let _ = b.call("init", "initialize", &crate::common::init_params(&[]));
+    let open = b.call("o", "session.open", &json!({"session_id": sid}));
+    assert_eq!(result(&open)["durable"], true, "{open}");
+    start_turn(&mut b, &sid, "go on");
+    let frames = until_finished(&mut b);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let req = llm.next(WAIT);
+    let msgs = req.body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"],
+        "{msgs:#?}"
+    );
+    assert_eq!(msgs[2]["tool_calls"][0]["function"]["name"], "read_file");
+    assert_eq!(msgs[3]["tool_call_id"], msgs[2]["tool_calls"][0]["id"]);
+    assert!(msgs[3]["content"].as_str().unwrap().contains("note"));
+    assert!(msgs[4]["content"].as_str().unwrap().contains("interrupted"));
+    assert_eq!(msgs[5]["content"], "go on");
+}
+
+#[test]
+fn a_call_cancelled_while_awaiting_approval_replays_with_its_error_result() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("s1", "shell", r#"{"command":"echo hi"}"#),
+        chat_text(&["next turn"]),
+    ]);
+    let env = env_for(&llm, &json!({"shell": "ask"}));
+    let (mut s, sid) = start_session(&env, &[]);
+    let run_id = start_turn(&mut s, &sid, "run it");
+    loop {
+        if s.next()["event"] == "approval.requested" {
+            break;
+        }
+    }
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    assert_eq!(frames.last().unwrap()["data"]["persistence"], "durable");
+    let _ = llm.next(WAIT);
+    let r = s.call(
+        "t2",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "again"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let req = llm.next(WAIT);
+    let msgs = req.body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"],
+        "{msgs:#?}"
+    );
+    assert_eq!(msgs[3]["tool_call_id"], "s1");
+    assert!(msgs[3]["content"].as_str().unwrap().contains("cancelled"));
+    assert!(msgs[4]["content"].as_str().unwrap().contains("cancelled"));
+}
+
+#[test]
+fn the_step_bound_ends_a_runaway_loop() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("a", "list_dir", r#"{"path":"."}"#),
+        chat_tool_call("b", "list_dir", r#"{"path":"."}"#),
+        chat_tool_call("c", "list_dir", r#"{"path":"."}"#),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+        "runner": {"max_steps": 2},
+        "tools": {"read": "allow"},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "loop");
+    let frames = until_finished(&mut s);
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "failed");
+    assert_eq!(fin["error_code"], "execution_failed");
+    assert_eq!(diagnostics(&frames), ["step_limit"]);
+    assert_eq!(
+        events(&frames, "activity").len(),
+        4,
+        "two steps ran their calls"
+    );
+    let _ = (llm.next(WAIT), llm.next(WAIT));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(llm.drain().is_empty(), "no third request");
+}

@@ -11,11 +11,16 @@ use std::time::Duration;
 const WAIT: Duration = Duration::from_secs(10);
 
 fn ev(data: &Value) -> String {
-    format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())
+    format!(
+        "event: {}\ndata: {data}\n\n",
+        data["type"].as_str().unwrap()
+    )
 }
 
 fn completed(seq: u64) -> String {
-    ev(&json!({"type": "response.completed", "sequence_number": seq, "response": {"id": "resp_1", "status": "completed", "output": [], "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 20}, "output_tokens": 30, "total_tokens": 130}}}))
+    ev(
+        &json!({"type": "response.completed", "sequence_number": seq, "response": {"id": "resp_1", "status": "completed", "output": [], "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 20}, "output_tokens": 30, "total_tokens": 130}}}),
+    )
 }
 
 /// A reasoning item with a summary and encrypted content, then a `read_file` call.
@@ -23,22 +28,42 @@ fn reasoning_then_call() -> Reply {
     let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "**Planning** I will read the file."}], "encrypted_content": "gAAAA-secret"});
     let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}", "status": "completed"});
     Reply::sse(vec![
-        ev(&json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress", "output": []}})),
-        ev(&json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}})),
-        ev(&json!({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": reasoning})),
-        ev(&json!({"type": "response.output_item.added", "sequence_number": 3, "output_index": 1, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_0", "name": "read_file", "arguments": ""}})),
-        ev(&json!({"type": "response.function_call_arguments.delta", "sequence_number": 4, "item_id": "fc_1", "output_index": 1, "delta": "{\"path\":"})),
-        ev(&json!({"type": "response.function_call_arguments.delta", "sequence_number": 5, "item_id": "fc_1", "output_index": 1, "delta": "\"a.txt\"}"})),
-        ev(&json!({"type": "response.output_item.done", "sequence_number": 6, "output_index": 1, "item": call})),
+        ev(
+            &json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        ),
+        ev(
+            &json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
+        ),
+        ev(
+            &json!({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": reasoning}),
+        ),
+        ev(
+            &json!({"type": "response.output_item.added", "sequence_number": 3, "output_index": 1, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_0", "name": "read_file", "arguments": ""}}),
+        ),
+        ev(
+            &json!({"type": "response.function_call_arguments.delta", "sequence_number": 4, "item_id": "fc_1", "output_index": 1, "delta": "{\"path\":"}),
+        ),
+        ev(
+            &json!({"type": "response.function_call_arguments.delta", "sequence_number": 5, "item_id": "fc_1", "output_index": 1, "delta": "\"a.txt\"}"}),
+        ),
+        ev(
+            &json!({"type": "response.output_item.done", "sequence_number": 6, "output_index": 1, "item": call}),
+        ),
         completed(7),
     ])
 }
 
 fn text(t: &str) -> Reply {
     Reply::sse(vec![
-        ev(&json!({"type": "response.output_item.added", "sequence_number": 0, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}})),
-        ev(&json!({"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": t})),
-        ev(&json!({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": t}]}})),
+        ev(
+            &json!({"type": "response.output_item.added", "sequence_number": 0, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        ),
+        ev(
+            &json!({"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": t}),
+        ),
+        ev(
+            &json!({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": t}]}}),
+        ),
         completed(3),
     ])
 }
@@ -75,14 +100,22 @@ fn function_calls_and_encrypted_reasoning_go_back_as_input_items() {
     let frames = turn(&mut s, "t1", &sid, "what is in a.txt?");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "completed", "{frames:#?}");
-    assert!(!frames.iter().any(|f| f.to_string().contains("gAAAA-secret")));
+    assert!(!frames
+        .iter()
+        .any(|f| f.to_string().contains("gAAAA-secret")));
 
     let first = llm.next(WAIT);
     assert_eq!(first.path, "/v1/responses");
     assert_eq!(first.body["store"], false);
     assert_eq!(first.body["max_output_tokens"], 2000);
-    assert!(first.body["instructions"].as_str().unwrap().contains("magi-code"));
-    assert!(first.body.get("reasoning").is_none(), "default effort sends none");
+    assert!(first.body["instructions"]
+        .as_str()
+        .unwrap()
+        .contains("magi-code"));
+    assert!(
+        first.body.get("reasoning").is_none(),
+        "default effort sends none"
+    );
     assert!(first
         .headers
         .iter()
@@ -95,10 +128,18 @@ fn function_calls_and_encrypted_reasoning_go_back_as_input_items() {
         .collect();
     assert_eq!(
         kinds,
-        ["message", "reasoning", "function_call", "function_call_output"]
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ]
     );
     assert_eq!(input[1]["encrypted_content"], "gAAAA-secret");
-    assert_eq!(input[2]["call_id"], "call_1", "the done item's call_id wins");
+    assert_eq!(
+        input[2]["call_id"], "call_1",
+        "the done item's call_id wins"
+    );
     assert_eq!(input[3]["call_id"], "call_1");
     assert!(input[3]["output"].as_str().unwrap().contains("alpha"));
 
@@ -123,15 +164,32 @@ fn function_calls_and_encrypted_reasoning_go_back_as_input_items() {
 
 #[test]
 fn a_session_continues_on_another_provider_after_selection_set() {
-    let ev_a = |data: Value| format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap());
+    let ev_a = |data: Value| {
+        format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap()
+        )
+    };
     let anthropic = FakeLlm::start(vec![Reply::sse(vec![
-        ev_a(json!({"type": "message_start", "message": {"id": "m", "content": [], "usage": {"input_tokens": 5}}})),
-        ev_a(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})),
-        ev_a(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}})),
-        ev_a(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}})),
+        ev_a(
+            json!({"type": "message_start", "message": {"id": "m", "content": [], "usage": {"input_tokens": 5}}}),
+        ),
+        ev_a(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+        ),
+        ev_a(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}}),
+        ),
+        ev_a(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}}),
+        ),
         ev_a(json!({"type": "content_block_stop", "index": 0})),
-        ev_a(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})),
-        ev_a(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Claude here."}})),
+        ev_a(
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+        ),
+        ev_a(
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Claude here."}}),
+        ),
         ev_a(json!({"type": "content_block_stop", "index": 1})),
         ev_a(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}})),
         ev_a(json!({"type": "message_stop"})),
@@ -148,8 +206,16 @@ fn a_session_continues_on_another_provider_after_selection_set() {
             "openai": {"base_url": format!("{}/v1", openai.base)},
         },
     }));
-    write_catalog_cache(&env, "anthropic", json!([{"id": "claude-x", "efforts": ["low", "high"]}]));
-    write_catalog_cache(&env, "openai", json!([{"id": "gpt-x", "efforts": ["low", "high"]}]));
+    write_catalog_cache(
+        &env,
+        "anthropic",
+        json!([{"id": "claude-x", "efforts": ["low", "high"]}]),
+    );
+    write_catalog_cache(
+        &env,
+        "openai",
+        json!([{"id": "gpt-x", "efforts": ["low", "high"]}]),
+    );
     let (mut s, sid) = start_session(&env, &[]);
     let frames = turn(&mut s, "t1", &sid, "who are you?");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
@@ -172,7 +238,10 @@ fn a_session_continues_on_another_provider_after_selection_set() {
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let req = openai.next(WAIT);
     assert_eq!(req.body["model"], "gpt-x");
-    assert_eq!(req.body["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(
+        req.body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
     assert_eq!(req.body["include"], json!(["reasoning.encrypted_content"]));
     let input = req.body["input"].as_array().unwrap();
     assert_eq!(input.len(), 3, "user, assistant, user: {input:#?}");
