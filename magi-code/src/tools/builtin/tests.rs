@@ -7,10 +7,8 @@ use crate::tools::outcome::{
     TRUNCATED,
 };
 use serde_json::json;
-use std::ffi::OsString;
-use std::fs::{self, Permissions};
+use std::fs;
 use std::os::unix::fs::FileTypeExt;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -348,146 +346,6 @@ fn grep_match_bound() {
         .output
         .ends_with(&format!("m:500:hit{}\n", "€".repeat(400))));
     assert!(!o.output.contains(TRUNCATED));
-}
-
-#[test]
-fn write_file_paths() {
-    let d = tempfile::tempdir().unwrap();
-    let o = go(
-        "write_file",
-        json!({"path": "new.txt", "content": "héllo"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 6 bytes"));
-    assert_eq!(
-        fs::read_to_string(d.path().join("new.txt")).unwrap(),
-        "héllo"
-    );
-    let o = go(
-        "write_file",
-        json!({"path": "new.txt", "content": "x"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 1 bytes"));
-    assert_eq!(fs::read_to_string(d.path().join("new.txt")).unwrap(), "x");
-    // Decision 31: missing parent folders are created, relative or absolute.
-    let o = go(
-        "write_file",
-        json!({"path": "no/such/f.txt", "content": "x"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (true, "wrote 1 bytes"));
-    assert_eq!(
-        fs::read_to_string(d.path().join("no/such/f.txt")).unwrap(),
-        "x"
-    );
-    let abs = d.path().join("abs/deeper/g.txt");
-    let o = go(
-        "write_file",
-        json!({"path": abs.to_str().unwrap(), "content": "y"}),
-        d.path(),
-    );
-    assert!(o.ok, "{}", o.summary);
-    assert_eq!(fs::read_to_string(&abs).unwrap(), "y");
-    // A file where a folder should be is no folder.
-    let o = go(
-        "write_file",
-        json!({"path": "new.txt/inner", "content": "x"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (false, "not a folder"));
-    assert_eq!(fs::read_to_string(d.path().join("new.txt")).unwrap(), "x");
-    let o = go("write_file", json!({"path": ".", "content": "x"}), d.path());
-    assert_eq!((o.ok, o.summary.as_str()), (false, "not a file"));
-    let big = "z".repeat(FILE_BYTES as usize + 1);
-    let o = go(
-        "write_file",
-        json!({"path": "big/f", "content": big}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (false, "too large"));
-    assert!(
-        !d.path().join("big").exists(),
-        "no folder for a refused write"
-    );
-    let fits = "z".repeat(FILE_BYTES as usize);
-    let o = go(
-        "write_file",
-        json!({"path": "big", "content": fits}),
-        d.path(),
-    );
-    assert!(o.ok);
-}
-
-#[test]
-fn edit_file_occurrences() {
-    let d = tempfile::tempdir().unwrap();
-    let f = d.path().join("e.txt");
-    fs::write(&f, "one two two\n").unwrap();
-    fs::set_permissions(&f, Permissions::from_mode(0o640)).unwrap();
-    let o = go(
-        "edit_file",
-        json!({"path": "e.txt", "old": "three", "new": "x"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (false, "old text not found"));
-    let o = go(
-        "edit_file",
-        json!({"path": "e.txt", "old": "two", "new": "x"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (false, "old text not unique"));
-    let o = go(
-        "edit_file",
-        json!({"path": "e.txt", "old": "one", "new": "1"}),
-        d.path(),
-    );
-    assert_eq!((o.ok, o.summary.as_str()), (true, "edited"));
-    assert_eq!(fs::read_to_string(&f).unwrap(), "1 two two\n");
-    assert_eq!(
-        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
-        0o640
-    );
-    // Overlapping occurrences are not unique.
-    fs::write(&f, "aaa").unwrap();
-    let o = go(
-        "edit_file",
-        json!({"path": "e.txt", "old": "aa", "new": "b"}),
-        d.path(),
-    );
-    assert_eq!(o.summary, "old text not unique");
-    // Empty `old` is refused.
-    assert_invalid(
-        "edit_file",
-        json!({"path": "e.txt", "old": "", "new": "b"}),
-        d.path(),
-    );
-    // No temp file is left behind.
-    let names: Vec<_> = fs::read_dir(d.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert_eq!(names, vec![OsString::from("e.txt")]);
-    // A symlink stays a symlink; its target is edited.
-    std::os::unix::fs::symlink("e.txt", d.path().join("l")).unwrap();
-    let o = go(
-        "edit_file",
-        json!({"path": "l", "old": "aaa", "new": "ccc"}),
-        d.path(),
-    );
-    assert!(o.ok);
-    assert!(fs::symlink_metadata(d.path().join("l"))
-        .unwrap()
-        .file_type()
-        .is_symlink());
-    assert_eq!(fs::read_to_string(&f).unwrap(), "ccc");
-    let o = go(
-        "edit_file",
-        json!({"path": "gone", "old": "a", "new": "b"}),
-        d.path(),
-    );
-    assert_eq!(o.summary, "not found");
 }
 
 #[test]
