@@ -1,5 +1,5 @@
-//! OpenAI Chat Completions (configured `openai-compatible` providers): the request body built from a [`ModelRequest`](super::model::ModelRequest) and a
-//! sans-IO decoder of its stream into [`ModelEvent`](super::model::ModelEvent)s.
+//! OpenAI Chat Completions (configured `openai-compatible` providers): the request body built from a [`ModelRequest`] and a
+//! sans-IO decoder of its stream into [`ModelEvent`]s.
 //!
 //! Tool calls arrive as `delta.tool_calls[]` fragments keyed by `index`; servers differ in how
 //! they split them (`provider-streams.md` 2 and 4), so the decoder accumulates until

@@ -1,5 +1,5 @@
-//! The OpenAI Responses API (the built-in `openai` provider, and configured providers with `wire_api: "responses"`): the request body built from a [`ModelRequest`](super::model::ModelRequest) and a
-//! sans-IO decoder of its stream into [`ModelEvent`](super::model::ModelEvent)s.
+//! The OpenAI Responses API (the built-in `openai` provider, and configured providers with `wire_api: "responses"`): the request body built from a [`ModelRequest`] and a
+//! sans-IO decoder of its stream into [`ModelEvent`]s.
 //!
 //! Items are final at `response.output_item.done` (`provider-streams.md` 3): the decoder takes
 //! calls and reasoning from there and ignores their `.added` and argument deltas.
