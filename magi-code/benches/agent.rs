@@ -18,10 +18,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{ChildStdout, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
+const FLOOR: &str = env!("CARGO_BIN_EXE_mc-floor");
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -244,39 +244,31 @@ fn serve_sse(s: TcpStream, body: &[u8], pieces: usize, pause: Duration) {
     }
 }
 
-/// The floor: reads the same SSE over HTTP and writes one line per event to a pipe that is
-/// drained, like the binary's stdout; returns events/s.
+/// The floor: `mc-floor sse URL`, a process that reads the same SSE and writes one line per
+/// event; its stdout is read and parsed here exactly as the binary's is. Returns events/s.
 fn floor_stream(base: &str, events: usize) -> f64 {
-    let addr = base.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).unwrap();
-    let body = b"{}";
-    write!(
-        s,
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
     let t0 = Instant::now();
-    let mut r = BufReader::new(s);
-    let (tx, rx) = mpsc::sync_channel::<String>(64);
-    let drain = std::thread::spawn(move || rx.iter().count());
-    let mut line = String::new();
-    let mut n = 0;
-    while r.read_line(&mut line).unwrap_or(0) > 0 {
-        if let Some(d) = line.strip_prefix("data: ") {
-            let v: Value = serde_json::from_str(d.trim()).unwrap_or(Value::Null);
-            let text = v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
-            tx.send(json!({"event": "message.delta", "text": text}).to_string())
-                .unwrap();
-            n += 1;
+    let mut child = std::process::Command::new(FLOOR)
+        .args(["sse", base])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the floor");
+    let mut frames = Frames::new(child.stdout.take().unwrap());
+    let (mut n, mut bytes) = (0usize, 0usize);
+    while let Some(Ok(v)) = frames.next_frame() {
+        match v["event"].as_str() {
+            Some("message.delta") => {
+                n += 1;
+                bytes += v["data"]["text"].as_str().map_or(0, str::len);
+            }
+            Some("run.finished") => break,
+            _ => {}
         }
-        line.clear();
     }
-    drop(tx);
-    drain.join().unwrap();
-    assert!(n >= events, "floor saw {n} events");
-    events as f64 / t0.elapsed().as_secs_f64()
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = child.wait();
+    assert!(n >= events && bytes > 0, "floor saw {n} events");
+    events as f64 / secs
 }
 
 fn provider_env(base: &str) -> (tempfile::TempDir, tempfile::TempDir) {

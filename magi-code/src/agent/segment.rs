@@ -34,24 +34,28 @@ impl Segment {
         }
     }
 
-    /// Streams `text` as deltas of at most the live chunk bound, aiming for `pieces`. A delta
-    /// the channel has no room for is coalesced into the next one (`local-agent-protocol.md`:
-    /// deltas may coalesce under pressure); a full chunk of coalesced text waits a moment for
-    /// room (slowing the provider's stream a little), and only if there is still none is it
-    /// dropped, the part number skipping so a client sees the gap until reconciliation.
-    pub fn stream(&mut self, out: &RunOutput<'_>, text: &str, pieces: usize) {
+    /// Adds streamed `text`, held back to coalesce with what follows until [`Self::flush`]
+    /// (`local-agent-protocol.md`: deltas may coalesce). A full chunk goes out at once,
+    /// waiting a moment for room; if there is still none it is dropped and the part number
+    /// skips, so a client sees the gap until reconciliation.
+    pub fn push(&mut self, out: &RunOutput<'_>, text: &str) {
         self.text.push_str(text);
-        for c in live_chunks(text, pieces, LIVE_CHUNK_BYTES) {
+        for c in live_chunks(text, 1, LIVE_CHUNK_BYTES) {
             if self.pending.len() + c.len() > LIVE_CHUNK_BYTES && !self.pending.is_empty() {
                 let _ = out.delta_wait(&self.id, self.part, &self.pending, FULL_CHUNK_WAIT);
                 self.pending.clear();
                 self.part += 1;
             }
             self.pending.push_str(c);
-            if out.delta(&self.id, self.part, &self.pending) {
-                self.part += 1;
-                self.pending.clear();
-            }
+        }
+    }
+
+    /// Sends the held-back text as one delta if the channel has room; otherwise it keeps
+    /// coalescing.
+    pub fn flush(&mut self, out: &RunOutput<'_>) {
+        if !self.pending.is_empty() && out.delta(&self.id, self.part, &self.pending) {
+            self.part += 1;
+            self.pending.clear();
         }
     }
 }
@@ -72,6 +76,7 @@ pub fn close_segment(
     if seg.text.is_empty() {
         return;
     }
+    seg.flush(out);
     let parts = live_chunks(&seg.text, 1, LIVE_CHUNK_BYTES);
     let last = parts.len() - 1;
     for (i, p) in parts.iter().enumerate() {

@@ -86,7 +86,7 @@ impl StepSink for Sink<'_, '_> {
                     });
                 }
                 *self.content += t.len();
-                self.seg.stream(self.out, &t, 1);
+                self.seg.push(self.out, &t);
             }
             ModelEvent::ToolCall {
                 call_id,
@@ -121,6 +121,10 @@ impl StepSink for Sink<'_, '_> {
             ModelEvent::Stop(r) => self.step.stop = Some(r),
         }
         true
+    }
+
+    fn flush(&mut self) {
+        self.seg.flush(self.out);
     }
 
     fn retry(&mut self, attempt: u32, wait: Duration) {

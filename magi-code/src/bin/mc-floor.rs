@@ -1,5 +1,9 @@
 //! The benchmark floor: reads a line, parses it with serde_json, writes a fixed response of
 //! the size of a `status` answer. Writes are batched until input runs dry, like the engine's.
+//!
+//! `mc-floor sse URL`: the streaming floor of the agent benchmark. POSTs to the Chat
+//! Completions path under URL, reads its SSE, and writes one `message.delta`-shaped line per
+//! event on stdout, flushing whenever the input runs dry.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 
@@ -10,7 +14,56 @@ const RESPONSE: &str = concat!(
     "\n"
 );
 
+/// The streaming floor: plain HTTP/1.1 over a socket, SSE `data:` lines parsed with serde_json,
+/// one line written per event.
+fn sse(url: &str) {
+    use std::net::TcpStream;
+    let addr = url.trim_start_matches("http://");
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return;
+    };
+    let body = b"{}";
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    if s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).is_err() {
+        return;
+    }
+    let mut input = BufReader::new(s);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut line = String::new();
+    let mut seq = 0u64;
+    loop {
+        if input.buffer().is_empty() && out.flush().is_err() {
+            return;
+        }
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(data.trim()).unwrap_or_default();
+        seq += 1;
+        let text = v["choices"][0]["delta"]["content"].as_str().unwrap_or("");
+        let frame = serde_json::json!({"protocol": "magi-code.local-agent", "version": 1, "type": "event", "seq": seq, "event": "message.delta", "data": {"text": text}});
+        if writeln!(out, "{frame}").is_err() {
+            return;
+        }
+    }
+    let _ = writeln!(out, "{}", serde_json::json!({"event": "run.finished", "data": {"outcome": "completed"}}));
+    let _ = out.flush();
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "sse" {
+        sse(&args[2]);
+        return;
+    }
     let mut input = BufReader::new(std::io::stdin().lock());
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut line = Vec::new();

@@ -185,9 +185,12 @@ impl HttpModel {
                     }
                 }
                 if decoder.finished() {
+                    sink.flush();
                     return Ok(());
                 }
             }
+            // One read's deltas travel as one: a burst costs one frame, a trickle one each.
+            sink.flush();
         }
     }
 }

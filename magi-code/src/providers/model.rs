@@ -223,6 +223,8 @@ pub trait StepSink {
     fn event(&mut self, ev: ModelEvent) -> bool;
     /// A retry of the step's request is about to wait `wait` (attempt counts from 1).
     fn retry(&mut self, attempt: u32, wait: std::time::Duration);
+    /// The events of one network read are in: text deltas held back to coalesce go out now.
+    fn flush(&mut self) {}
 }
 
 /// One provider, as the turn loop drives it: each call is one step (one request).

@@ -145,6 +145,7 @@ impl ModelClient for ScriptedModel {
                         if !sink.event(ModelEvent::TextDelta(c.to_owned())) {
                             return Ok(());
                         }
+                        sink.flush();
                     }
                 }
                 Step::Sleep(ms) => {
