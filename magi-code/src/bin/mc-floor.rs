@@ -27,7 +27,10 @@ fn sse(url: &str) {
         "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
-    if s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).is_err() {
+    if s.write_all(head.as_bytes())
+        .and_then(|()| s.write_all(body))
+        .is_err()
+    {
         return;
     }
     let mut input = BufReader::new(s);
@@ -54,7 +57,11 @@ fn sse(url: &str) {
             return;
         }
     }
-    let _ = writeln!(out, "{}", serde_json::json!({"event": "run.finished", "data": {"outcome": "completed"}}));
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::json!({"event": "run.finished", "data": {"outcome": "completed"}})
+    );
     let _ = out.flush();
 }
 

@@ -154,7 +154,12 @@ impl HttpModel {
                 Err(_) if !seen_event => {
                     return Err(Attempt::Retry(StepFailure::Unreachable, None))
                 }
-                Err(_) => return Err(Attempt::Fail(StepFailure::Unreachable)),
+                // After it, the idle guard is the provider going quiet; anything else (a
+                // reset, a body cut off mid-chunk) is a broken stream.
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err(Attempt::Fail(StepFailure::Unreachable))
+                }
+                Err(_) => return Err(Attempt::Fail(StepFailure::StreamInvalid)),
             };
             if n == 0 {
                 return Err(if seen_event {

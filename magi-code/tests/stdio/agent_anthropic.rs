@@ -200,6 +200,28 @@ fn tool_use_thinking_and_results_go_back_in_the_documented_shape() {
         .iter()
         .any(|e| e["kind"] == "reasoning_summary" && e["text"] == "I should read both files."));
     assert!(!page.to_string().contains("EqQBsig=="));
+
+    // What replay needs is stored: the calls, their results, the signed block, the usage.
+    let file = crate::common::sessions_dir(&env).join(format!("{sid}.jsonl"));
+    let types: Vec<String> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for t in [
+        "tool_call",
+        "tool_result",
+        "provider_item",
+        "usage",
+        "reasoning_summary",
+    ] {
+        assert!(types.iter().any(|x| x == t), "{t} in {types:?}");
+    }
 }
 
 #[test]

@@ -69,6 +69,7 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
     ]);
     let env = env_for(&llm, &json!({"read": "allow"}));
     std::fs::write(env.cwd.join("notes.txt"), "hi there\n").unwrap();
+    std::fs::write(env.cwd.join("AGENTS.md"), "Always answer in haiku.\n").unwrap();
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "What do my notes say?");
     let frames = until_finished(&mut s);
@@ -89,6 +90,13 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
         .any(|(k, v)| k == "accept" && v == "text/event-stream"));
     let msgs = first.body["messages"].as_array().unwrap();
     assert_eq!(msgs[0]["role"], "system");
+    assert!(
+        msgs[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Always answer in haiku."),
+        "AGENTS.md of the cwd is in the system prompt"
+    );
     assert_eq!(
         msgs.last().unwrap(),
         &json!({"role": "user", "content": "What do my notes say?"})
@@ -284,7 +292,7 @@ fn a_stream_broken_after_its_first_event_keeps_the_partial_reply() {
     let rec = events(&frames, "message.reconcile");
     assert_eq!(rec.last().unwrap()["data"]["partial"], true);
     assert_eq!(reconciled(&frames), "partial ");
-    assert_eq!(diagnostics(&frames).len(), 1);
+    assert_eq!(diagnostics(&frames), ["provider_stream_invalid"]);
 }
 
 #[test]
@@ -458,4 +466,103 @@ fn the_step_bound_ends_a_runaway_loop() {
     let _ = (llm.next(WAIT), llm.next(WAIT));
     std::thread::sleep(Duration::from_millis(100));
     assert!(llm.drain().is_empty(), "no third request");
+}
+
+#[test]
+fn parallel_read_calls_are_all_answered_in_the_models_order() {
+    let calls = crate::common::fake_llm::Reply::sse(vec![
+        crate::common::fake_llm::chat_delta(
+            &json!({"tool_calls": [{"index": 0, "id": "p0", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"f0.txt\"}"}}]}),
+        ),
+        crate::common::fake_llm::chat_delta(
+            &json!({"tool_calls": [{"index": 1, "id": "p1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"f1.txt\"}"}}]}),
+        ),
+        crate::common::fake_llm::chat_delta(
+            &json!({"tool_calls": [{"index": 2, "id": "p2", "type": "function", "function": {"name": "grep", "arguments": "{\"pattern\":\"two\"}"}}]}),
+        ),
+        crate::common::fake_llm::chat_finish("tool_calls"),
+        "data: [DONE]\n\n".to_owned(),
+    ]);
+    let llm = FakeLlm::start(vec![calls, chat_text(&["read them"])]);
+    let env = env_for(&llm, &json!({"read": "allow"}));
+    std::fs::write(env.cwd.join("f0.txt"), "zero\n").unwrap();
+    std::fs::write(env.cwd.join("f1.txt"), "one two\n").unwrap();
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "read all");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let states: Vec<String> = events(&frames, "activity")
+        .iter()
+        .map(|a| {
+            format!(
+                "{}:{}",
+                a["data"]["name"].as_str().unwrap(),
+                a["data"]["state"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(states.len(), 6);
+    assert!(
+        states[..3].iter().all(|s| s.ends_with(":started")),
+        "{states:?}"
+    );
+    assert!(
+        states[3..].iter().all(|s| s.ends_with(":completed")),
+        "{states:?}"
+    );
+    let _ = llm.next(WAIT);
+    let second = llm.next(WAIT);
+    let msgs = second.body["messages"].as_array().unwrap();
+    let tools: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "tool").collect();
+    let ids: Vec<&str> = tools
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["p0", "p1", "p2"]);
+    assert!(tools[0]["content"].as_str().unwrap().contains("zero"));
+    assert!(tools[1]["content"].as_str().unwrap().contains("one two"));
+    assert!(tools[2]["content"].as_str().unwrap().contains("f1.txt"));
+}
+
+#[test]
+fn an_unreachable_provider_is_retried_then_reported() {
+    // A port nothing listens on: every connect fails at once.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("http://127.0.0.1:{port}/v1")}},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    let t0 = Instant::now();
+    start_turn(&mut s, &sid, "hello");
+    let mut frames = Vec::new();
+    loop {
+        let f = s.next_within(Duration::from_secs(20));
+        let done = f["event"] == "run.finished";
+        frames.push(f);
+        if done {
+            break;
+        }
+    }
+    // Four retries: 0.5 + 1 + 2 + 4 s, each within ±20%.
+    let took = t0.elapsed();
+    assert!(took >= Duration::from_millis(6_000), "{took:?}");
+    assert_eq!(
+        diagnostics(&frames),
+        [
+            "provider_retry",
+            "provider_retry",
+            "provider_retry",
+            "provider_retry",
+            "provider_unreachable"
+        ]
+    );
+    assert_eq!(
+        frames.last().unwrap()["data"]["error_code"],
+        "execution_failed"
+    );
 }
