@@ -470,7 +470,7 @@ fn the_step_bound_ends_a_runaway_loop() {
 
 #[test]
 fn parallel_read_calls_are_all_answered_in_the_models_order() {
-    let calls = crate::common::fake_llm::Reply::sse(vec![
+    let calls = Reply::sse(vec![
         crate::common::fake_llm::chat_delta(
             &json!({"tool_calls": [{"index": 0, "id": "p0", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"f0.txt\"}"}}]}),
         ),
