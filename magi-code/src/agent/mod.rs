@@ -75,7 +75,12 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         instructions: &instructions,
         tools: &tools,
         effort: effort.as_deref(),
-        thinking: Thinking::Adaptive,
+        // Only Anthropic has two ways; its catalog entry says which (one bounded read).
+        thinking: if selection.provider == "anthropic" && effort.is_some() {
+            crate::catalog::cache::thinking(rt, &selection.provider, &selection.model)
+        } else {
+            Thinking::Adaptive
+        },
         max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
         max_steps: rt.settings.max_steps,
     };

@@ -1,5 +1,6 @@
 //! The model catalog cache files `cache/models/<provider>.json`: bounded reads and validation.
 
+use crate::providers::model::Thinking;
 use crate::runtime::Runtime;
 use crate::store::{self, ReadError};
 use crate::util::time::parse_rfc3339;
@@ -23,6 +24,8 @@ pub struct Model {
     pub efforts: Option<Vec<String>>,
     /// Retired models are never offered.
     pub retired: bool,
+    /// How an Anthropic model takes effort (`"thinking"`: absent or `adaptive`, or `budget`).
+    pub thinking: Thinking,
 }
 
 /// What one provider's cache holds.
@@ -111,11 +114,17 @@ pub fn read_cache(
                 Some(Value::Bool(b)) => *b,
                 Some(_) => return None,
             };
+            let thinking = match m.get("thinking").map(Value::as_str) {
+                None | Some(Some("adaptive")) => Thinking::Adaptive,
+                Some(Some("budget")) => Thinking::Budget,
+                Some(_) => return None,
+            };
             models.push(Model {
                 id,
                 name,
                 efforts,
                 retired,
+                thinking,
             });
         }
         Some(if models.is_empty() {
@@ -130,4 +139,18 @@ pub fn read_cache(
         })
     };
     Ok(valid().unwrap_or(Cache::Invalid))
+}
+
+/// How `model` of `provider` takes effort, from its cache entry (`backend.md`: absent means
+/// adaptive); adaptive too when the cache cannot say.
+#[must_use]
+pub fn thinking(rt: &Runtime, provider: &str, model: &str) -> Thinking {
+    let mut bytes_left = CATALOG_FILE_BYTES;
+    match read_cache(rt, provider, &mut Sha256::new(), &mut bytes_left) {
+        Ok(Cache::Models { models, .. }) => models
+            .iter()
+            .find(|m| m.id == model)
+            .map_or(Thinking::Adaptive, |m| m.thinking),
+        _ => Thinking::Adaptive,
+    }
 }

@@ -45,6 +45,7 @@ fn scripted_models() -> Vec<Model> {
             name: None,
             efforts: Some(Vec::new()),
             retired: false,
+            thinking: crate::providers::model::Thinking::Adaptive,
         })
         .collect()
 }

@@ -278,3 +278,57 @@ fn a_529_is_retried_and_a_second_turn_replays_the_first() {
     assert_eq!(roles, ["user", "assistant", "user"]);
     assert_eq!(msgs[1]["content"][0]["text"], "First answer.");
 }
+
+#[test]
+fn effort_travels_as_adaptive_thinking_or_a_budget_as_the_catalog_says() {
+    for (model, thinking) in [("claude-new", "adaptive"), ("claude-old", "budget")] {
+        let llm = FakeLlm::start(vec![reply(vec![text(0, "ok"), stop("end_turn")])]);
+        let mut env = Env::new();
+        env.set_var("ANTHROPIC_API_KEY", "dummy");
+        env.write_global_settings(&json!({
+            "provider": "anthropic", "model": model,
+            "providers": {
+                "catalog": {"enabled": [format!("anthropic/{model}")]},
+                "anthropic": {"base_url": llm.base, "max_output_tokens": 1000},
+            },
+        }));
+        crate::common::write_catalog_cache(
+            &env,
+            "anthropic",
+            json!([{"id": model, "efforts": ["low", "high"], "thinking": thinking}]),
+        );
+        let (mut s, sid) = start_session(&env, &[]);
+        let sel = result(&s.call("st", "status", &json!({})))["selection"]["revision"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let cat = result(&s.call("cat", "model.catalog", &json!({})))["revision"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let set = s.call(
+            "set",
+            "selection.set",
+            &json!({"session_id": sid, "selection_revision": sel, "catalog_revision": cat, "provider": "anthropic", "model": model, "effort": {"mode": "set", "value": "high"}}),
+        );
+        assert_eq!(result(&set)["durable"], true, "{set}");
+        let frames = turn(&mut s, &sid, "think");
+        assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+        let req = llm.next(WAIT);
+        if thinking == "adaptive" {
+            assert_eq!(
+                req.body["thinking"],
+                json!({"type": "adaptive", "display": "summarized"})
+            );
+            assert_eq!(req.body["output_config"], json!({"effort": "high"}));
+            assert_eq!(req.body["max_tokens"], 1000);
+        } else {
+            assert_eq!(
+                req.body["thinking"],
+                json!({"type": "enabled", "budget_tokens": 24576})
+            );
+            assert!(req.body.get("output_config").is_none());
+            assert_eq!(req.body["max_tokens"], 24576 + 1000);
+        }
+    }
+}

@@ -221,7 +221,7 @@ fn a_denied_approval_is_an_error_result_not_a_failed_run() {
 #[test]
 fn retry_after_is_honoured_and_announced() {
     let llm = FakeLlm::start(vec![
-        Reply::status(503, &json!({"error": {"message": "busy"}})).header("retry-after", "1"),
+        Reply::status(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "1"),
         chat_text(&["fine"]),
     ]);
     let env = env_for(&llm, &json!({}));
@@ -565,4 +565,30 @@ fn an_unreachable_provider_is_retried_then_reported() {
         frames.last().unwrap()["data"]["error_code"],
         "execution_failed"
     );
+}
+
+#[test]
+fn a_configured_provider_with_wire_api_responses_speaks_responses() {
+    let done = format!(
+        "event: response.completed\ndata: {}\n\n",
+        json!({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}}})
+    );
+    let delta = format!(
+        "event: response.output_text.delta\ndata: {}\n\n",
+        json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, "delta": "via responses"})
+    );
+    let llm = FakeLlm::start(vec![Reply::sse(vec![delta, done])]);
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base), "wire_api": "responses"}},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hello");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(reconciled(&frames), "via responses");
+    let req = llm.next(WAIT);
+    assert_eq!(req.path, "/v1/responses");
+    assert_eq!(req.body["store"], false);
 }
