@@ -9,7 +9,6 @@ use super::model::{
     StreamDecoder, Usage,
 };
 use super::openai_chat::{count, error_kind, present, tool_input};
-use super::sse::SseDecoder;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 
@@ -314,20 +313,8 @@ impl StreamDecoder for Decoder {
 /// Fuzz entry: arbitrary bytes through the SSE decoder and this API's stream decoder; never
 /// panics.
 pub fn fuzz(data: &[u8]) {
-    let split = data.first().map_or(0, |b| usize::from(*b)).min(data.len());
     let _ = error_body_is_overflow(data);
-    let mut sse = SseDecoder::new();
-    let mut dec = Decoder::new();
-    for piece in [&data[..split], &data[split..]] {
-        let Ok(events) = sse.feed(piece) else { return };
-        for ev in &events {
-            let done = dec.finished();
-            match dec.event(ev) {
-                Ok(out) => assert!(!done || out.is_empty(), "an event after the end"),
-                Err(_) => return,
-            }
-        }
-    }
+    super::fuzzing::drive(data, &mut Decoder::new());
 }
 
 #[cfg(test)]
@@ -336,41 +323,15 @@ mod tests {
     use crate::providers::model::{Thinking, ToolSpec};
     use ModelEvent::{ProviderItem, ReasoningSummary, Stop, TextDelta, ToolCall};
 
-    /// Events of a whole stream, the error that ended it, and whether it finished.
-    fn run(bytes: &[u8]) -> (Vec<ModelEvent>, Option<DecodeError>, bool) {
-        let mut dec = Decoder::new();
-        let mut out = Vec::new();
-        for ev in SseDecoder::new().feed(bytes).unwrap() {
-            match dec.event(&ev) {
-                Ok(evs) => out.extend(evs),
-                Err(e) => return (out, Some(e), dec.finished()),
-            }
-        }
-        (out, None, dec.finished())
+    use crate::providers::sse::SseDecoder;
+
+    fn make() -> Box<dyn StreamDecoder> {
+        Box::new(Decoder::new())
     }
 
     /// Decodes a fixture, checking every two-piece split of its bytes decodes the same.
     fn fixture(bytes: &[u8]) -> (Vec<ModelEvent>, Option<DecodeError>, bool) {
-        let whole = run(bytes);
-        for split in 0..bytes.len() {
-            let mut sse = SseDecoder::new();
-            let mut evs = sse.feed(&bytes[..split]).unwrap();
-            evs.extend(sse.feed(&bytes[split..]).unwrap());
-            let mut dec = Decoder::new();
-            let mut out = Vec::new();
-            let mut err = None;
-            for ev in evs {
-                match dec.event(&ev) {
-                    Ok(e) => out.extend(e),
-                    Err(e) => {
-                        err = Some(e);
-                        break;
-                    }
-                }
-            }
-            assert_eq!((out, err, dec.finished()), whole, "split at {split}");
-        }
-        whole
+        super::super::fuzzing::decode_fixture(bytes, &make)
     }
 
     fn call(id: &str, name: &str, input: Value) -> ModelEvent {
