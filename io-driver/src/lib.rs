@@ -56,6 +56,8 @@ pub fn launch_check() -> Result<(), LaunchError> {
 #[derive(Clone, Debug)]
 pub struct EventSink {
     tx: Sender<WorkerEvent>,
+    /// Replies made on the loop thread itself: never blocking, drained before `tx`.
+    local: Sender<WorkerEvent>,
     waker: Arc<Waker>,
 }
 
@@ -73,6 +75,15 @@ impl EventSink {
         let ok = self.tx.send_timeout(ev, wait).is_ok();
         let _ = self.waker.wake();
         ok
+    }
+
+    /// Sends an event from the loop thread itself (inside [`Backend::handle`]): never waits,
+    /// because the loop is the channel's only reader and blocking here would stop it for good.
+    /// Only for events answering a request (one each), so the queue is bounded by the
+    /// requests the engine admits.
+    pub fn reply(&self, ev: WorkerEvent) {
+        let _ = self.local.send(ev);
+        let _ = self.waker.wake();
     }
 
     /// Sends a best-effort event; dropped when the channel is full.
@@ -183,6 +194,7 @@ struct Loop {
     epoch: Instant,
     sink: EventSink,
     events_rx: Receiver<WorkerEvent>,
+    local_rx: Receiver<WorkerEvent>,
     recorder: Option<Recorder>,
 }
 
@@ -191,6 +203,7 @@ impl Loop {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
         let (tx, events_rx) = crossbeam_channel::bounded(WORKER_EVENTS);
+        let (local, local_rx) = crossbeam_channel::unbounded();
         if let Some(r) = &mut recorder {
             r.rec(
                 Time(0),
@@ -203,8 +216,9 @@ impl Loop {
             engine,
             poll,
             epoch: Instant::now(),
-            sink: EventSink { tx, waker },
+            sink: EventSink { tx, local, waker },
             events_rx,
+            local_rx,
             recorder,
         })
     }
@@ -324,7 +338,11 @@ impl Loop {
             }
             // 4. Worker events.
             while self.engine.accepts_worker_event() {
-                let Ok(ev) = self.events_rx.try_recv() else {
+                let Ok(ev) = self
+                    .local_rx
+                    .try_recv()
+                    .or_else(|_| self.events_rx.try_recv())
+                else {
                     break;
                 };
                 if self.recorder.is_some() {
@@ -361,5 +379,31 @@ impl Loop {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_from_the_loop_thread_never_waits_for_room() {
+        let poll = Poll::new().unwrap();
+        let waker = Arc::new(Waker::new(poll.registry(), WAKE).unwrap());
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (local, local_rx) = crossbeam_channel::unbounded();
+        let sink = EventSink { tx, local, waker };
+        assert!(sink.try_send(WorkerEvent::CleanupDone));
+        assert!(
+            !sink.try_send(WorkerEvent::CleanupDone),
+            "the channel is full"
+        );
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            sink.reply(WorkerEvent::CleanupDone);
+        }
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert_eq!(local_rx.try_iter().count(), 100);
+        assert_eq!(rx.try_iter().count(), 1);
     }
 }

@@ -108,7 +108,7 @@ impl Workers {
         match handle {
             Some(handle) => self.init = Some(Running { cancel, handle }),
             None => {
-                sink.send(WorkerEvent::InitFailed {
+                sink.reply(WorkerEvent::InitFailed {
                     code: ErrorCode::StartupFailed,
                     provider: None,
                     model: None,
@@ -147,7 +147,7 @@ impl Workers {
                 Running { cancel, handle },
             ),
             None => {
-                sink.send(WorkerEvent::OpDone {
+                sink.reply(WorkerEvent::OpDone {
                     id,
                     outcome: OpOutcome::Error(ErrorCode::Busy),
                     view: None,
@@ -201,7 +201,7 @@ impl Workers {
                 Running { cancel, handle },
             ),
             None => {
-                sink.send(WorkerEvent::TurnRejected {
+                sink.reply(WorkerEvent::TurnRejected {
                     id,
                     code: ErrorCode::Busy,
                 });
@@ -233,7 +233,7 @@ impl Workers {
         });
         if joined.is_none() {
             // Thread exhaustion: leave resources to process exit rather than block the loop.
-            sink.send(WorkerEvent::CleanupDone);
+            sink.reply(WorkerEvent::CleanupDone);
         }
     }
 }
@@ -277,7 +277,7 @@ impl Backend for Workers {
                 } else {
                     OpOutcome::Error(ErrorCode::StaleApproval)
                 };
-                sink.send(WorkerEvent::Reply { id, outcome });
+                sink.reply(WorkerEvent::Reply { id, outcome });
             }
             WorkerCommand::Cleanup => self.cleanup(sink),
         }
