@@ -9,7 +9,6 @@ use crate::tools::outcome::bound_output;
 use crate::tools::ToolOutcome;
 use protocol_core::limits::CLIENT_TOOL_INPUT_BYTES;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 /// Whether `name` is one of the client's registered tools.
 #[must_use]
@@ -18,18 +17,8 @@ pub fn is_client_tool(rt: &Runtime, name: &str) -> bool {
 }
 
 /// Asks the client to run its tool `name` and waits for the answer (at most the advertised
-/// `client_tool_timeout_ms`).
+/// `client_tool_timeout_ms`; the wait itself is tested in `client_calls`).
 pub fn run(out: &mut RunOutput<'_>, name: &str, input: &Value) -> ToolOutcome {
-    run_with(out, name, input, CLIENT_TOOL_TIMEOUT)
-}
-
-/// [`run`] with the wait bound given, so the timeout path can be exercised quickly.
-pub fn run_with(
-    out: &mut RunOutput<'_>,
-    name: &str,
-    input: &Value,
-    timeout: Duration,
-) -> ToolOutcome {
     let size = serde_json::to_vec(input).map_or(usize::MAX, |b| b.len());
     if size > CLIENT_TOOL_INPUT_BYTES {
         // Fails without an event: the client never sees an input over its bound.
@@ -43,7 +32,7 @@ pub fn run_with(
         json!({ "call_id": call_id, "name": name, "input": input }),
     );
     let cancel = out.ctx.cancel;
-    let end = calls.wait(&call_id, timeout, &|| cancel.is_cancelled());
+    let end = calls.wait(&call_id, CLIENT_TOOL_TIMEOUT, &|| cancel.is_cancelled());
     match end {
         CallEnd::Answered { ok: true, output } => {
             ToolOutcome::success("answered by the client".into(), output, false)
