@@ -290,3 +290,46 @@ fn the_client_policy_can_deny_and_then_nothing_is_asked() {
     assert_eq!(fin["data"]["outcome"], "completed");
     s.shutdown_ok("bye");
 }
+
+#[test]
+fn the_input_bound_at_its_edge() {
+    // `{"url":"…"}` is 10 bytes around the padding.
+    let at = "x".repeat(49_152 - 10);
+    let over = "x".repeat(49_153 - 10);
+    let env = Env::new();
+    write_script(
+        &env,
+        json!([{"steps": [
+            {"tool": {"name": "open_tab", "input": {"url": at}}},
+            {"tool": {"name": "open_tab", "input": {"url": over}}},
+            {"text": "done"},
+        ]}]),
+        None,
+    );
+    let (mut s, _, sid) = start_with_tools(&env);
+    let run_id = start_turn(&mut s, &sid);
+    let (call, _) = until(&mut s, is_event("client.tool.call"));
+    assert_eq!(
+        serde_json::to_vec(&call["data"]["input"]).unwrap().len(),
+        49_152
+    );
+    let call_id = call["data"]["call_id"].as_str().unwrap().to_owned();
+    s.request(
+        "a",
+        "client.tool.result",
+        &answer(&sid, &run_id, &call_id, true, "ok"),
+    );
+    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    assert!(
+        !seen.iter().any(|f| f["event"] == "client.tool.call"),
+        "an input over the bound fails without an event"
+    );
+    let done = seen
+        .iter()
+        .rev()
+        .find(|f| f["event"] == "activity")
+        .unwrap();
+    assert_eq!(done["data"]["state"], "failed");
+    assert_eq!(fin["data"]["outcome"], "completed");
+    s.shutdown_ok("bye");
+}
