@@ -96,7 +96,7 @@ pub fn prepare(
     out.critical("activity", event);
     records.push(record);
     let settings = &ctx.rt.settings;
-    let class = tools::class(name).or(client.then_some(ToolClass::Client));
+    let class = tools::class(name).or_else(|| client.then_some(ToolClass::Client));
     let policy = class.map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,
