@@ -541,6 +541,10 @@ mod tests {
         )
         .is_ok());
         assert!(load(m(json!({"tools":{"shell":"maybe"}})), None).is_err());
+        assert!(load(m(json!({"tools":{"client":"maybe"}})), None).is_err());
+        assert_eq!(Settings::default().tool_client, Policy::Allow);
+        let ask = load(m(json!({"tools":{"client":"ask"}})), None).unwrap();
+        assert_eq!(ask.tool_client, Policy::Ask);
         assert!(load(
             m(json!({"providers":{"x":{"kind":"other","base_url":"u"}}})),
             None
