@@ -1,6 +1,7 @@
 //! The admitted runtime of one child: one snapshot of configuration, taken at readiness.
 
 use crate::config::Settings;
+use protocol_core::ClientToolDef;
 use std::path::{Path, PathBuf};
 
 /// The admitted runtime of one child: one snapshot of configuration.
@@ -17,6 +18,8 @@ pub struct Runtime {
     /// The instructions text (runner.md §3), read at `initialize`; never sent to the client
     /// and never projected.
     pub instructions: String,
+    /// The `client.tools` tools registered at `initialize` (empty unless negotiated).
+    pub client_tools: Vec<ClientToolDef>,
 }
 
 impl Runtime {

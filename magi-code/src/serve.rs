@@ -2,7 +2,7 @@
 
 use crate::startup::LaunchEnv;
 use crate::worker::Workers;
-use protocol_core::{Config, Engine, Time};
+use protocol_core::{Capability, Config, Engine, Time};
 
 /// Environment variable naming a file to capture a replayable trace into.
 pub const TRACE_ENV: &str = "MAGI_CODE_TRACE";
@@ -16,7 +16,9 @@ pub fn serve() -> i32 {
     std::panic::set_hook(Box::new(|_| {}));
     let env = LaunchEnv::from_process();
     let instance_id = uuid::Uuid::new_v4().hyphenated().to_string();
-    let engine = Engine::new(Config::default(), &instance_id, Time(0));
+    let mut config = Config::default();
+    config.supported = config.supported.with(Capability::ClientTools);
+    let engine = Engine::new(config, &instance_id, Time(0));
     let mut workers = Workers::new(env);
     let recorder = std::env::var_os(TRACE_ENV).and_then(|path| {
         let file = std::fs::OpenOptions::new()

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod caps;
+pub mod client_tools;
 pub mod encode;
 pub mod engine;
 pub mod envelope;
@@ -51,6 +52,7 @@ pub mod trace;
 pub mod worker;
 
 pub use caps::{Capability, CapabilitySet};
+pub use client_tools::ClientToolDef;
 pub use engine::{Config, Engine, Output, State, StopPhase, Stopping};
 pub use error::{ErrorCode, StopReason};
 pub use ids::RequestId;

@@ -137,6 +137,21 @@ pub const DISCOVER_SCAN_MS: u64 = 2_000;
 /// UTF-8 bytes of one session title in a `session.discover` entry.
 pub const DISCOVER_TITLE_BYTES: usize = 256;
 
+/// `client.tools`: most tools one `initialize` may register.
+pub const CLIENT_TOOLS: usize = 32;
+/// `client.tools`: longest tool name (`[A-Za-z0-9_-]`, what provider tool APIs accept).
+pub const CLIENT_TOOL_NAME_BYTES: usize = 64;
+/// `client.tools`: longest tool description.
+pub const CLIENT_TOOL_DESCRIPTION_BYTES: usize = 1_024;
+/// `client.tools`: largest serialized `input_schema`.
+pub const CLIENT_TOOL_SCHEMA_BYTES: usize = 16_384;
+/// `client.tools`: largest serialized `input` of a `client.tool.call`.
+pub const CLIENT_TOOL_INPUT_BYTES: usize = 49_152;
+/// `client.tools`: longest `output` of a `client.tool.result`.
+pub const CLIENT_TOOL_OUTPUT_BYTES: usize = 49_152;
+/// `client.tools`: how long a call waits for its answer before `client.tool.cancel`.
+pub const CLIENT_TOOL_TIMEOUT_MS: u64 = 120_000;
+
 /// Every advertised bound, in the order and with the key names of `decisions.md` 9.
 pub const ADVERTISED: &[(&str, u64)] = &[
     ("input_frame_bytes", INPUT_FRAME_BYTES as u64),
@@ -201,6 +216,14 @@ pub const DISCOVER_ADVERTISED: &[(&str, u64)] = &[
     ("discover_scan_lines", DISCOVER_SCAN_LINES as u64),
     ("discover_scan_ms", DISCOVER_SCAN_MS),
     ("discover_title_bytes", DISCOVER_TITLE_BYTES as u64),
+];
+
+/// Bounds of the negotiated `client.tools` extension, advertised only when negotiated.
+pub const CLIENT_TOOLS_ADVERTISED: &[(&str, u64)] = &[
+    ("client_tools", CLIENT_TOOLS as u64),
+    ("client_tool_input_bytes", CLIENT_TOOL_INPUT_BYTES as u64),
+    ("client_tool_output_bytes", CLIENT_TOOL_OUTPUT_BYTES as u64),
+    ("client_tool_timeout_ms", CLIENT_TOOL_TIMEOUT_MS),
 ];
 
 #[cfg(test)]
@@ -329,6 +352,10 @@ mod tests {
             "DISCOVER_SCAN_LINES" => DISCOVER_SCAN_LINES as u64,
             "DISCOVER_SCAN_MS" => DISCOVER_SCAN_MS,
             "DISCOVER_TITLE_BYTES" => DISCOVER_TITLE_BYTES as u64,
+            "CLIENT_TOOLS" => CLIENT_TOOLS as u64,
+            "CLIENT_TOOL_INPUT_BYTES" => CLIENT_TOOL_INPUT_BYTES as u64,
+            "CLIENT_TOOL_OUTPUT_BYTES" => CLIENT_TOOL_OUTPUT_BYTES as u64,
+            "CLIENT_TOOL_TIMEOUT_MS" => CLIENT_TOOL_TIMEOUT_MS,
             _ => return None,
         };
         Some(v)
@@ -337,7 +364,11 @@ mod tests {
     #[test]
     fn advertised_keys_are_unique_across_both_tables() {
         let mut seen = HashSet::new();
-        for (k, _) in ADVERTISED.iter().chain(DISCOVER_ADVERTISED) {
+        for (k, _) in ADVERTISED
+            .iter()
+            .chain(DISCOVER_ADVERTISED)
+            .chain(CLIENT_TOOLS_ADVERTISED)
+        {
             assert!(seen.insert(*k), "duplicate key {k}");
         }
     }
@@ -346,7 +377,21 @@ mod tests {
     fn advertised_tables_match_the_spec_and_the_constants() {
         assert_eq!(ADVERTISED, SPEC);
         assert_eq!(DISCOVER_ADVERTISED, DISCOVER_SPEC);
-        for (k, v) in ADVERTISED.iter().chain(DISCOVER_ADVERTISED) {
+        // `extensions.md` "client.tools", written out by hand.
+        assert_eq!(
+            CLIENT_TOOLS_ADVERTISED,
+            &[
+                ("client_tools", 32),
+                ("client_tool_input_bytes", 49_152),
+                ("client_tool_output_bytes", 49_152),
+                ("client_tool_timeout_ms", 120_000),
+            ]
+        );
+        for (k, v) in ADVERTISED
+            .iter()
+            .chain(DISCOVER_ADVERTISED)
+            .chain(CLIENT_TOOLS_ADVERTISED)
+        {
             assert_eq!(by_name(k), Some(*v), "{k} is not its constant");
         }
     }

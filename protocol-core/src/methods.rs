@@ -1,9 +1,12 @@
 //! The method table and one exact params shape per method.
 
 use crate::caps::Capability;
+use crate::client_tools::{self, ClientToolDef};
 use crate::error::ErrorCode;
 use crate::ids::{is_id_grammar, is_session_id};
-use crate::limits::{NAME_BYTES, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PROMPT_BYTES};
+use crate::limits::{
+    CLIENT_TOOL_OUTPUT_BYTES, NAME_BYTES, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PROMPT_BYTES,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -89,6 +92,9 @@ pub enum EffortRequest {
 pub enum Request {
     Initialize {
         required: Vec<String>,
+        /// The `client.tools` definitions; empty (and absent from traces) otherwise.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        client_tools: Vec<ClientToolDef>,
     },
     Status,
     Shutdown,
@@ -143,6 +149,13 @@ pub enum Request {
         run_id: String,
         approval_id: String,
         allow: bool,
+    },
+    ClientToolResult {
+        session_id: String,
+        run_id: String,
+        call_id: String,
+        ok: bool,
+        output: String,
     },
 }
 
@@ -279,6 +292,27 @@ pub fn initialize_names(params: &Value) -> R<Vec<&str>> {
     Ok(names)
 }
 
+/// Parses `initialize`'s `client_tools` (after negotiation): required exactly when
+/// `client.tools` is among the required names.
+pub fn initialize_client_tools(params: &Value, names: &[&str]) -> R<Vec<ClientToolDef>> {
+    client_tools::parse(params, names.contains(&Capability::ClientTools.as_str()))
+}
+
+fn client_tool_result(params: &Value) -> R<Request> {
+    let m = exact(params, &["session_id", "run_id", "call_id", "ok", "output"])?;
+    let output = string(m, "output")?;
+    if output.len() > CLIENT_TOOL_OUTPUT_BYTES {
+        return Err(BAD);
+    }
+    Ok(Request::ClientToolResult {
+        session_id: session_field(m)?,
+        run_id: id_field(m, "run_id")?,
+        call_id: id_field(m, "call_id")?,
+        ok: m.get("ok").and_then(Value::as_bool).ok_or(BAD)?,
+        output: output.to_owned(),
+    })
+}
+
 /// Parses the params of every method but `initialize` into a [`Request`].
 ///
 /// `nested_duplicates` is true when the strict parser saw a duplicate key below the top level.
@@ -287,17 +321,17 @@ pub fn parse_params(method: Method, params: &Value, nested_duplicates: bool) -> 
         return Err(BAD);
     }
     let Method::Base(cap) = method else {
-        // No supported build offers client.tools yet; negotiation rejects it first.
-        return Err(ErrorCode::UnsupportedCapability);
+        return client_tool_result(params);
     };
     use Capability as C;
     Ok(match cap {
-        C::Initialize => Request::Initialize {
-            required: initialize_names(params)?
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
-        },
+        C::Initialize => {
+            let names = initialize_names(params)?;
+            Request::Initialize {
+                client_tools: initialize_client_tools(params, &names)?,
+                required: names.into_iter().map(str::to_owned).collect(),
+            }
+        }
         C::Status => {
             exact(params, &[])?;
             Request::Status
@@ -508,5 +542,39 @@ mod tests {
             p(Capability::SessionOpen, json!({"session_id": "../x"})),
             Err(BAD)
         );
+    }
+
+    #[test]
+    fn client_tool_result_shape_and_output_bound() {
+        let r = |v: Value| parse_params(Method::ClientToolResult, &v, false);
+        let base = |output: String| json!({"session_id":"s","run_id":"r","call_id":"c","ok":true,"output":output});
+        assert!(r(base("x".repeat(CLIENT_TOOL_OUTPUT_BYTES))).is_ok());
+        assert_eq!(r(base("x".repeat(CLIENT_TOOL_OUTPUT_BYTES + 1))), Err(BAD));
+        assert_eq!(
+            r(base(String::new())),
+            Ok(Request::ClientToolResult {
+                session_id: "s".into(),
+                run_id: "r".into(),
+                call_id: "c".into(),
+                ok: true,
+                output: String::new(),
+            })
+        );
+        let mut extra = base(String::new());
+        extra["x"] = json!(1);
+        assert_eq!(r(extra), Err(BAD));
+        for key in ["session_id", "run_id", "call_id", "ok", "output"] {
+            let mut missing = base(String::new());
+            missing.as_object_mut().unwrap().remove(key);
+            assert_eq!(r(missing), Err(BAD), "{key}");
+        }
+        let mut not_bool = base(String::new());
+        not_bool["ok"] = json!("true");
+        assert_eq!(r(not_bool), Err(BAD));
+        assert_eq!(
+            Method::parse("client.tool.result"),
+            Some(Method::ClientToolResult)
+        );
+        assert_eq!(Method::parse("client.tool.call"), None);
     }
 }

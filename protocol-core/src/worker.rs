@@ -3,6 +3,7 @@
 //! Payloads are plain JSON values, so the engine does not depend on the runner; both types
 //! serialize for traces.
 
+use crate::client_tools::ClientToolDef;
 use crate::error::ErrorCode;
 use crate::ids::RequestId;
 use crate::methods::Request;
@@ -17,6 +18,9 @@ pub enum WorkerCommand {
     StartInit {
         /// Negotiated capability names, protocol order.
         capabilities: Vec<String>,
+        /// The `client.tools` definitions, validated; empty unless negotiated.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        client_tools: Vec<ClientToolDef>,
     },
     /// Cancel a pending initialization (its request was already answered `startup_cancelled`).
     CancelStartup,
@@ -58,6 +62,20 @@ pub enum WorkerCommand {
         approval_id: String,
         /// The decision.
         allow: bool,
+    },
+    /// Record a `client.tool.result` (session and run already checked); answer with
+    /// [`WorkerEvent::Reply`] (`stale_call` for an unknown, answered or closed call).
+    AnswerClientTool {
+        /// The `client.tool.result` request ID.
+        id: RequestId,
+        /// The active run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// Whether the client's tool succeeded.
+        ok: bool,
+        /// Its output (bound already checked).
+        output: String,
     },
     /// Stop everything and release resources; answer [`WorkerEvent::CleanupDone`].
     Cleanup,

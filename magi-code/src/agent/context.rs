@@ -34,8 +34,14 @@ pub fn instructions(rt: &Runtime) -> String {
     }
 }
 
-/// The tools offered to the model.
+/// The tools offered to the model: the built-ins, then the client's (`client.tools`).
 #[must_use]
-pub fn tools() -> Vec<ToolSpec> {
-    crate::tools::specs()
+pub fn tools(rt: &Runtime) -> Vec<ToolSpec> {
+    let mut specs = crate::tools::specs();
+    specs.extend(rt.client_tools.iter().map(|t| ToolSpec {
+        name: t.name.clone(),
+        description: t.description.clone(),
+        input_schema: t.input_schema.clone(),
+    }));
+    specs
 }

@@ -2,6 +2,7 @@
 //! events, records, and durable appends ([`RunOutput`]).
 
 use super::approvals::Approvals;
+use super::client_calls::ClientCalls;
 use crate::history::{Body, Record};
 use crate::runtime::Runtime;
 use crate::session::{self, SessionState};
@@ -24,6 +25,8 @@ pub struct TurnCtx<'a> {
     pub session: &'a Mutex<SessionState>,
     /// Approvals of the active run, answered from the protocol loop.
     pub approvals: &'a Approvals,
+    /// Pending `client.tools` calls of the active run, answered from the protocol loop.
+    pub client_calls: &'a ClientCalls,
     /// Where events go.
     pub sink: &'a EventSink,
     /// Set by `turn.cancel`, shutdown and EOF.

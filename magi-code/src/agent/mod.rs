@@ -3,6 +3,8 @@
 //! from the HTTP providers.
 
 pub mod approvals;
+pub mod client_calls;
+pub mod client_tool;
 pub mod context;
 pub mod emit;
 pub mod outcome;
@@ -11,6 +13,7 @@ pub mod tool_call;
 pub mod turn_loop;
 
 pub use approvals::{Approvals, Decision};
+pub use client_calls::ClientCalls;
 pub use emit::{RunOutput, TurnCtx, CRITICAL_WAIT};
 pub use outcome::{Finished, Persistence, RunOutcome};
 
@@ -67,7 +70,7 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
     });
     let mut out = RunOutput::new(ctx, session_id, run_id);
     let instructions = context::instructions(rt);
-    let tools = context::tools();
+    let tools = context::tools(rt);
     let effort = selection.effective_effort();
     let params = LoopParams {
         provider: &selection.provider,
@@ -98,6 +101,7 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
     });
     // Late answers to this run's approvals are stale from now on.
     ctx.approvals.clear();
+    ctx.client_calls.clear();
     let view = Some(session::view(rt, &ctx.state()));
     ctx.sink.send_timeout(
         WorkerEvent::RunFinished {

@@ -1,6 +1,7 @@
 //! One tool call of a run: policy, approval, execution, and its activity events and records.
 
 use super::approvals::{Decision, APPROVAL_EXPIRY};
+use super::client_tool;
 use super::emit::RunOutput;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
@@ -78,7 +79,13 @@ pub fn prepare(
     let ctx = out.ctx;
     let activity_id = format!("t-{}", uuid::Uuid::new_v4().simple());
     let shown = safe_name(name).unwrap_or_else(|| "tool".into());
-    let described = bounded(&tools::describe(name, input), SUMMARY_BYTES);
+    let client = client_tool::is_client_tool(&ctx.rt, name);
+    let described = if client {
+        // The client's tool: its name is the description (the input is the client's).
+        shown.clone()
+    } else {
+        bounded(&tools::describe(name, input), SUMMARY_BYTES)
+    };
     let (event, record) = activity(
         out,
         &activity_id,
@@ -89,10 +96,12 @@ pub fn prepare(
     out.critical("activity", event);
     records.push(record);
     let settings = &ctx.rt.settings;
-    let policy = tools::class(name).map(|c| match c {
+    let class = tools::class(name).or_else(|| client.then_some(ToolClass::Client));
+    let policy = class.map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,
         ToolClass::Shell => settings.tool_shell,
+        ToolClass::Client => settings.tool_client,
     });
     let refused = match policy {
         None => Some("unknown tool"),
@@ -183,8 +192,13 @@ pub fn call(
     records: &mut Vec<Record>,
 ) -> ToolRun {
     let p = prepare(out, name, input, records);
-    let outcome = p
-        .may_run()
-        .then(|| tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel));
+    let outcome = if !p.may_run() {
+        None
+    } else if client_tool::is_client_tool(&out.ctx.rt, name) {
+        // Dispatch point for `client.tools`: the client runs it, never the backend.
+        Some(client_tool::run(out, name, input))
+    } else {
+        Some(tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel))
+    };
     complete(out, p, outcome, records)
 }

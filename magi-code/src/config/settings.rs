@@ -120,6 +120,8 @@ pub struct Settings {
     pub tool_write: Policy,
     /// Policy for the shell tool.
     pub tool_shell: Policy,
+    /// Policy for `client.tools` tools (run by the client).
+    pub tool_client: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
 }
@@ -144,6 +146,7 @@ impl Default for Settings {
             tool_read: Policy::Allow,
             tool_write: Policy::Ask,
             tool_shell: Policy::Ask,
+            tool_client: Policy::Allow,
             retention_days: 30,
         }
     }
@@ -467,7 +470,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
     }
     if let Some(v) = m.get("tools") {
-        let t = obj(v, &["shell", "write", "read"])?;
+        let t = obj(v, &["shell", "write", "read", "client"])?;
         if let Some(p) = t.get("read") {
             s.tool_read = policy(p)?;
         }
@@ -476,6 +479,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
         if let Some(p) = t.get("shell") {
             s.tool_shell = policy(p)?;
+        }
+        if let Some(p) = t.get("client") {
+            s.tool_client = policy(p)?;
         }
     }
     if let Some(v) = m.get("retention_days") {
@@ -535,6 +541,10 @@ mod tests {
         )
         .is_ok());
         assert!(load(m(json!({"tools":{"shell":"maybe"}})), None).is_err());
+        assert!(load(m(json!({"tools":{"client":"maybe"}})), None).is_err());
+        assert_eq!(Settings::default().tool_client, Policy::Allow);
+        let ask = load(m(json!({"tools":{"client":"ask"}})), None).unwrap();
+        assert_eq!(ask.tool_client, Policy::Ask);
         assert!(load(
             m(json!({"providers":{"x":{"kind":"other","base_url":"u"}}})),
             None

@@ -9,7 +9,7 @@ use crate::config::{instructions, settings};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
-use protocol_core::ErrorCode;
+use protocol_core::{ClientToolDef, ErrorCode};
 use std::fs;
 use std::time::Duration;
 
@@ -29,8 +29,14 @@ fn fail(code: ErrorCode) -> Failure {
     }
 }
 
-/// Runs initialization. `capabilities` are the negotiated names.
-pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result<Runtime, Failure> {
+/// Runs initialization. `capabilities` are the negotiated names; `client_tools` the validated
+/// `client.tools` definitions, kept for the child's life.
+pub fn run(
+    env: &LaunchEnv,
+    cancel: &Cancel,
+    _capabilities: &[String],
+    client_tools: &[ClientToolDef],
+) -> Result<Runtime, Failure> {
     let cwd = env
         .cwd
         .as_ref()
@@ -81,5 +87,6 @@ pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result
         settings,
         context_id,
         instructions,
+        client_tools: client_tools.to_vec(),
     })
 }

@@ -22,6 +22,8 @@ pub enum ToolClass {
     Write,
     /// Runs a command: `shell`.
     Shell,
+    /// A tool of the `client.tools` extension, run by the client.
+    Client,
 }
 
 /// What a tool run produced.

@@ -14,6 +14,8 @@ pub const TOOL_NAME_BYTES: usize = 64;
 pub enum ToolKind {
     /// A built-in tool (`tools::run`) of this policy class.
     Builtin(ToolClass),
+    /// A tool of the `client.tools` extension: the client runs it (class `client`).
+    Client,
 }
 
 impl ToolKind {
@@ -22,6 +24,7 @@ impl ToolKind {
     pub fn class(self) -> ToolClass {
         match self {
             Self::Builtin(c) => c,
+            Self::Client => ToolClass::Client,
         }
     }
 }
@@ -177,7 +180,9 @@ mod tests {
             );
         }
         assert_eq!(r.add(spec("A-z_09"), kind), Ok(()));
-        assert_eq!(r.specs().len(), 9);
+        assert_eq!(r.add(spec("open_tab"), ToolKind::Client), Ok(()));
+        assert_eq!(r.class("open_tab"), Some(ToolClass::Client));
+        assert_eq!(r.specs().len(), 10);
         assert_eq!(r.lookup(&over), None);
     }
 }

@@ -12,7 +12,9 @@ use crate::session::{self, Selection};
 use crate::startup::{self, LaunchEnv};
 use crate::util::cancel::Cancel;
 use io_driver::{Backend, EventSink};
-use protocol_core::{ErrorCode, OpOutcome, Request, RequestId, WorkerCommand, WorkerEvent};
+use protocol_core::{
+    ClientToolDef, ErrorCode, OpOutcome, Request, RequestId, WorkerCommand, WorkerEvent,
+};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -66,7 +68,12 @@ impl Workers {
         }
     }
 
-    fn start_init(&mut self, capabilities: Vec<String>, sink: &EventSink) {
+    fn start_init(
+        &mut self,
+        capabilities: Vec<String>,
+        client_tools: Vec<ClientToolDef>,
+        sink: &EventSink,
+    ) {
         let cancel = Arc::new(Cancel::default());
         let (env, shared, c, s) = (
             self.env.clone(),
@@ -75,7 +82,9 @@ impl Workers {
             sink.clone(),
         );
         let handle = Self::spawn("mc-init", move || {
-            let outcome = catch_unwind(AssertUnwindSafe(|| startup::run(&env, &c, &capabilities)));
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                startup::run(&env, &c, &capabilities, &client_tools)
+            }));
             let ev = match outcome {
                 Ok(Ok(runtime)) => {
                     // The startup selection is stored once, so every later view and
@@ -179,6 +188,7 @@ impl Workers {
                     rt,
                     session: &shared.sessions,
                     approvals: &shared.approvals,
+                    client_calls: &shared.client_calls,
                     sink: &s,
                     cancel: &c,
                 };
@@ -241,7 +251,10 @@ impl Workers {
 impl Backend for Workers {
     fn handle(&mut self, cmd: WorkerCommand, sink: &EventSink) {
         match cmd {
-            WorkerCommand::StartInit { capabilities } => self.start_init(capabilities, sink),
+            WorkerCommand::StartInit {
+                capabilities,
+                client_tools,
+            } => self.start_init(capabilities, client_tools, sink),
             WorkerCommand::CancelStartup => {
                 if let Some(r) = &self.init {
                     r.cancel.cancel();
@@ -278,6 +291,24 @@ impl Backend for Workers {
                     OpOutcome::Error(ErrorCode::StaleApproval)
                 };
                 sink.reply(WorkerEvent::Reply { id, outcome });
+            }
+            WorkerCommand::AnswerClientTool {
+                id,
+                run_id,
+                call_id,
+                ok,
+                output,
+            } => {
+                let outcome = if self
+                    .shared
+                    .client_calls
+                    .answer(&run_id, &call_id, ok, output)
+                {
+                    OpOutcome::Result(serde_json::json!({ "recorded": true }))
+                } else {
+                    OpOutcome::Error(ErrorCode::StaleCall)
+                };
+                sink.send(WorkerEvent::Reply { id, outcome });
             }
             WorkerCommand::Cleanup => self.cleanup(sink),
         }

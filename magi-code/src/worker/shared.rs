@@ -1,6 +1,6 @@
 //! State shared between the workers of one child.
 
-use crate::agent::Approvals;
+use crate::agent::{Approvals, ClientCalls};
 use crate::runtime::Runtime;
 use crate::session::SessionState;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -14,6 +14,8 @@ pub struct Shared {
     pub sessions: Mutex<SessionState>,
     /// Approvals of the active run.
     pub approvals: Approvals,
+    /// Pending `client.tools` calls of the active run.
+    pub client_calls: ClientCalls,
 }
 
 impl Shared {

@@ -9,6 +9,7 @@ mod agent_loop;
 mod agent_responses;
 mod catalog;
 mod chat_cli;
+mod client_tools;
 mod harness;
 mod http;
 mod launch;

@@ -85,8 +85,10 @@ impl Engine {
                 }
                 let names = methods::initialize_names(&env.params)?;
                 negotiate(&names, self.config.supported)?;
+                let client_tools = methods::initialize_client_tools(&env.params, &names)?;
                 return Ok(Request::Initialize {
                     required: names.into_iter().map(str::to_owned).collect(),
+                    client_tools,
                 });
             }
             (Capability::Initialize, _) => return Err(ErrorCode::AlreadyInitialized),
@@ -107,7 +109,10 @@ impl Engine {
 
     pub(super) fn execute(&mut self, id: RequestId, request: Request, now: Time) {
         match request {
-            Request::Initialize { required } => {
+            Request::Initialize {
+                required,
+                client_tools,
+            } => {
                 let names: Vec<&str> = required.iter().map(String::as_str).collect();
                 // Checked in admit; recomputed here to keep the set.
                 let Ok(set) = negotiate(&names, self.config.supported) else {
@@ -118,8 +123,12 @@ impl Engine {
                 self.status_cache = None;
                 self.reserved += 1;
                 let capabilities = set.iter().map(|c| c.as_str().to_owned()).collect();
+                self.client_tools = client_tools.iter().map(|t| t.name.clone()).collect();
                 self.outputs
-                    .push_back(Output::Worker(WorkerCommand::StartInit { capabilities }));
+                    .push_back(Output::Worker(WorkerCommand::StartInit {
+                        capabilities,
+                        client_tools,
+                    }));
             }
             Request::Status => {
                 let raw = match self.status_cache.take() {
@@ -211,6 +220,31 @@ impl Engine {
                         }));
                 } else {
                     self.respond(Some(&id), Err(ErrorCode::StaleApproval), now);
+                }
+            }
+            Request::ClientToolResult {
+                session_id,
+                run_id,
+                call_id,
+                ok,
+                output,
+            } => {
+                // Like `approval.answer`: session and run here, the call in the worker.
+                if let Err(code) = self.check_session(&session_id) {
+                    self.respond(Some(&id), Err(code), now);
+                } else if self.run.as_deref() == Some(run_id.as_str()) {
+                    self.replies.push(id.clone());
+                    self.reserved += 1;
+                    self.outputs
+                        .push_back(Output::Worker(WorkerCommand::AnswerClientTool {
+                            id,
+                            run_id,
+                            call_id,
+                            ok,
+                            output,
+                        }));
+                } else {
+                    self.respond(Some(&id), Err(ErrorCode::StaleCall), now);
                 }
             }
             request => {

@@ -123,6 +123,8 @@ pub struct Engine {
     /// Output slots promised to requests whose responses come later.
     reserved: usize,
     negotiated: CapabilitySet,
+    /// The names of the registered `client.tools` tools, for the `extensions` member.
+    client_tools: Vec<String>,
     op: Option<PendingOp>,
     eof: bool,
     incomplete_pending: bool,
@@ -155,6 +157,7 @@ impl Engine {
             outputs: VecDeque::new(),
             reserved: 0,
             negotiated: CapabilitySet::EMPTY,
+            client_tools: Vec::new(),
             op: None,
             eof: false,
             incomplete_pending: false,
@@ -250,11 +253,14 @@ impl Engine {
                 let id = init_id.clone();
                 self.state = State::Ready(view);
                 self.status_cache = None;
-                let result = json!({
+                let mut result = json!({
                     "capabilities": self.capability_names(),
                     "limits": self.limits_object(),
                     "status": self.status_value(),
                 });
+                if let (Some(ext), Some(o)) = (self.extensions_object(), result.as_object_mut()) {
+                    o.insert("extensions".into(), ext);
+                }
                 self.reserved -= 1;
                 self.respond(Some(&id), Ok(result), now);
             }

@@ -23,10 +23,35 @@ impl Engine {
         } else {
             &[]
         };
-        for (k, v) in limits::ADVERTISED.iter().chain(discover) {
+        let client_tools: &[(&str, u64)] = if self.negotiated.contains(Capability::ClientTools) {
+            limits::CLIENT_TOOLS_ADVERTISED
+        } else {
+            &[]
+        };
+        for (k, v) in limits::ADVERTISED
+            .iter()
+            .chain(discover)
+            .chain(client_tools)
+        {
             m.insert((*k).to_owned(), Value::from(*v));
         }
         Value::Object(m)
+    }
+
+    /// The `initialize` result's `extensions` member: one descriptor per negotiated extension
+    /// that has one, `None` when there is none (`decisions.md` 32).
+    pub(super) fn extensions_object(&self) -> Option<Value> {
+        let mut m = Map::new();
+        for c in self.negotiated.iter() {
+            let descriptor = match c {
+                Capability::ClientTools => {
+                    json!({ "version": 1, "tools": self.client_tools })
+                }
+                _ => continue,
+            };
+            m.insert(c.as_str().to_owned(), descriptor);
+        }
+        (!m.is_empty()).then_some(Value::Object(m))
     }
 
     /// The `status` result for the current state.
