@@ -308,7 +308,7 @@ impl Backend for Workers {
                 } else {
                     OpOutcome::Error(ErrorCode::StaleCall)
                 };
-                sink.send(WorkerEvent::Reply { id, outcome });
+                sink.reply(WorkerEvent::Reply { id, outcome });
             }
             WorkerCommand::Cleanup => self.cleanup(sink),
         }
