@@ -1,7 +1,7 @@
 //! The `initialize` and `status` results.
 
 use super::{Engine, State};
-use crate::caps::Capability;
+use crate::caps::{Capability, TOOL_CARD_KINDS};
 use crate::limits;
 use serde_json::{json, Map, Value};
 
@@ -16,6 +16,18 @@ impl Engine {
         names
     }
 
+    /// The `extensions` member: one descriptor per negotiated extension that has one, `None`
+    /// when none was negotiated (base clients see no member at all, `decisions.md` 32).
+    pub(super) fn extensions_object(&self) -> Option<Value> {
+        let mut m = Map::new();
+        for c in self.negotiated.iter() {
+            if let Some(d) = descriptor(c) {
+                m.insert(c.as_str().to_owned(), d);
+            }
+        }
+        (!m.is_empty()).then_some(Value::Object(m))
+    }
+
     pub(super) fn limits_object(&self) -> Value {
         let mut m = Map::new();
         let discover: &[(&str, u64)] = if self.negotiated.contains(Capability::SessionDiscover) {
@@ -27,6 +39,20 @@ impl Engine {
             m.insert((*k).to_owned(), Value::from(*v));
         }
         Value::Object(m)
+    }
+
+    /// The `initialize` result: capabilities, limits, status, and `extensions` only when a
+    /// descriptor extension was negotiated.
+    pub(super) fn initialize_result(&self) -> Value {
+        let mut result = json!({
+            "capabilities": self.capability_names(),
+            "limits": self.limits_object(),
+            "status": self.status_value(),
+        });
+        if let (Some(ext), Some(o)) = (self.extensions_object(), result.as_object_mut()) {
+            o.insert("extensions".to_owned(), ext);
+        }
+        result
     }
 
     /// The `status` result for the current state.
@@ -69,5 +95,15 @@ impl Engine {
                 "selection": null,
             }),
         }
+    }
+}
+
+/// The descriptor an extension adds to `extensions`, if it has one (`extensions.md`).
+fn descriptor(c: Capability) -> Option<Value> {
+    match c {
+        Capability::ToolCards => Some(
+            json!({ "version": 1, "kinds": TOOL_CARD_KINDS, "card_bytes": limits::CARD_BYTES }),
+        ),
+        _ => None,
     }
 }
