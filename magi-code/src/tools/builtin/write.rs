@@ -1,10 +1,11 @@
 //! `write_file` (creating missing parent folders) and `edit_file` (atomic replacement).
 
+use super::diff::line_counts;
 use super::input::{
     invalid, io_phrase, open_regular, read_bounded, EditFileIn, WriteFileIn, FILE_BYTES,
 };
 use crate::store::replace_atomically;
-use crate::tools::outcome::ToolOutcome;
+use crate::tools::outcome::{ToolDetails, ToolOutcome};
 use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -33,6 +34,12 @@ pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
     }
     // Not O_TRUNC: nothing is cut before the target is known to be a regular file, and
     // O_NONBLOCK makes a FIFO without a reader fail (ENXIO) instead of hanging.
+    // The old contents, for the card's line counts; a missing or unreadable file is new.
+    let before = open_regular(&path)
+        .ok()
+        .and_then(|f| read_bounded(f, FILE_BYTES).ok())
+        .map(|(buf, _)| buf)
+        .unwrap_or_default();
     let opened = OpenOptions::new()
         .write(true)
         .create(true)
@@ -55,11 +62,13 @@ pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
         return ToolOutcome::fail(io_phrase(&e));
     }
     let n = i.content.len();
+    let (added, removed) = line_counts(&before, i.content.as_bytes());
     ToolOutcome::success(
         format!("wrote {n} bytes"),
         format!("wrote {n} bytes"),
         false,
     )
+    .with(ToolDetails::FileEdit { added, removed })
 }
 
 pub(crate) fn edit_file(i: EditFileIn, cwd: &Path) -> ToolOutcome {
@@ -101,7 +110,11 @@ pub(crate) fn edit_file(i: EditFileIn, cwd: &Path) -> ToolOutcome {
     }
     match replace_atomically(&real, &edited, mode) {
         // The folder fsync is best effort here: the edit itself is in place.
-        Ok(_synced) => ToolOutcome::success("edited".to_owned(), "edited".to_owned(), false),
+        Ok(_synced) => {
+            let (added, removed) = line_counts(&hay, &edited);
+            ToolOutcome::success("edited".to_owned(), "edited".to_owned(), false)
+                .with(ToolDetails::FileEdit { added, removed })
+        }
         Err(e) => ToolOutcome::fail(io_phrase(&e)),
     }
 }
