@@ -17,6 +17,9 @@ pub struct Runtime {
     /// The instructions text (runner.md §3), read at `initialize`; never sent to the client
     /// and never projected.
     pub instructions: String,
+    /// Whether the client negotiated `tool.cards`: live `tool.card` events and projected
+    /// `tool_card` entries (cards are stored either way).
+    pub tool_cards: bool,
 }
 
 impl Runtime {

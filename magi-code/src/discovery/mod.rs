@@ -179,6 +179,7 @@ mod tests {
             settings: Settings::default(),
             context_id: "0".repeat(64),
             instructions: String::new(),
+            tool_cards: false,
         };
         (d, rt)
     }

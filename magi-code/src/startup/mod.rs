@@ -30,7 +30,7 @@ fn fail(code: ErrorCode) -> Failure {
 }
 
 /// Runs initialization. `capabilities` are the negotiated names.
-pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result<Runtime, Failure> {
+pub fn run(env: &LaunchEnv, cancel: &Cancel, capabilities: &[String]) -> Result<Runtime, Failure> {
     let cwd = env
         .cwd
         .as_ref()
@@ -81,5 +81,6 @@ pub fn run(env: &LaunchEnv, cancel: &Cancel, _capabilities: &[String]) -> Result
         settings,
         context_id,
         instructions,
+        tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
     })
 }

@@ -25,6 +25,7 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
         settings: Settings::default(),
         context_id: "0".repeat(64),
         instructions: String::new(),
+        tool_cards: false,
     }
 }
 
