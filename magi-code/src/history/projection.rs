@@ -448,6 +448,79 @@ pub fn chunk(text: &str) -> Vec<&str> {
 mod tests {
     use super::*;
 
+    fn rec(body: Body) -> Record {
+        Record::now("s", body)
+    }
+
+    fn card_records(card: serde_json::Value) -> Vec<Record> {
+        vec![
+            rec(Body::Activity {
+                run_id: "r".into(),
+                activity_id: "t".into(),
+                kind: super::super::record::ActivityKind::Tool,
+                state: ActivityState::Started,
+                name: "shell".into(),
+                summary: None,
+            }),
+            rec(Body::ToolCard {
+                run_id: "r".into(),
+                activity_id: "t".into(),
+                card,
+            }),
+        ]
+    }
+
+    fn kinds(cards: bool, records: &[Record]) -> Vec<String> {
+        let mut p = Projector::with_cards(cards);
+        for r in records {
+            p.push(r).unwrap();
+        }
+        let out = p.finish(false).unwrap();
+        out.entries
+            .iter()
+            .map(|e| {
+                serde_json::from_str::<Value>(e).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cards_are_projected_only_when_negotiated_and_within_bounds() {
+        let good = json!({"kind": "command", "title": "t", "status": "running", "command": "c"});
+        assert_eq!(
+            kinds(true, &card_records(good.clone())),
+            ["activity", "tool_card"]
+        );
+        assert_eq!(kinds(false, &card_records(good)), ["activity"]);
+        let at = |title: usize, pad: usize| json!({"kind": "generic", "title": "t".repeat(title), "status": "failed", "x": "p".repeat(pad)});
+        let base = at(256, 0).to_string().len();
+        let fits = protocol_core::limits::CARD_BYTES - base;
+        assert_eq!(
+            at(256, fits).to_string().len(),
+            protocol_core::limits::CARD_BYTES
+        );
+        assert_eq!(kinds(true, &card_records(at(256, fits))).len(), 2);
+        for bad in [
+            at(257, 0),
+            at(256, fits + 1),
+            json!({"kind": "other", "title": "t", "status": "running"}),
+            json!({"kind": "generic", "title": "t", "status": "done"}),
+            json!({"kind": "generic", "status": "running"}),
+        ] {
+            assert_eq!(
+                kinds(true, &card_records(bad.clone())),
+                ["activity"],
+                "{bad}"
+            );
+        }
+        let mut orphan = card_records(at(1, 0));
+        orphan.remove(0);
+        assert!(kinds(true, &orphan).is_empty(), "a card needs its activity");
+    }
+
     #[test]
     fn chunks_respect_utf8_and_escapes() {
         let t = "é".repeat(10_000);

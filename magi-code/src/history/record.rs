@@ -571,6 +571,11 @@ mod tests {
                 text: Some("cut".into()),
                 partial: true,
             },
+            Body::ToolCard {
+                run_id: "r".into(),
+                activity_id: "t-1".into(),
+                card: json!({"kind": "generic", "title": "x", "status": "running"}),
+            },
         ]
     }
 
@@ -637,6 +642,9 @@ mod tests {
             base(json!({"type":"assistant_message","message_id":"a","partial":"yes"})),
             base(json!({"type":"assistant_message","message_id":"a","partial":null})),
             base(json!({"type":"tool_use","call_id":"c"})),
+            base(json!({"type":"tool_card","activity_id":"t","card":"not an object"})),
+            base(json!({"type":"tool_card","activity_id":"t"})),
+            base(json!({"type":"tool_card","card":{}})),
         ] {
             assert_eq!(parse(&v), Err(HistoryError::Invalid), "{v}");
         }

@@ -211,6 +211,41 @@ mod tests {
     }
 
     #[test]
+    fn write_and_edit_report_a_line_diff() {
+        use crate::tools::outcome::ToolDetails;
+        let d = tempfile::tempdir().unwrap();
+        let edit = |added, removed| ToolDetails::FileEdit { added, removed };
+        let o = go(
+            "write_file",
+            json!({"path": "n.txt", "content": "a\nb\nc"}),
+            d.path(),
+        );
+        assert_eq!(
+            o.details,
+            edit(3, 0),
+            "a new file counts all its lines as added"
+        );
+        let o = go(
+            "write_file",
+            json!({"path": "n.txt", "content": "a\nB\nc"}),
+            d.path(),
+        );
+        assert_eq!(o.details, edit(1, 1), "an overwrite diffs");
+        let o = go(
+            "edit_file",
+            json!({"path": "n.txt", "old": "a\n", "new": ""}),
+            d.path(),
+        );
+        assert_eq!(o.details, edit(0, 1));
+        let o = go(
+            "edit_file",
+            json!({"path": "n.txt", "old": "zzz", "new": ""}),
+            d.path(),
+        );
+        assert_eq!(o.details, ToolDetails::None, "a failure has no counts");
+    }
+
+    #[test]
     fn edit_file_occurrences() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("e.txt");
