@@ -452,7 +452,7 @@ mod tests {
         Record::now("s", body)
     }
 
-    fn card_records(card: serde_json::Value) -> Vec<Record> {
+    fn card_records(card: Value) -> Vec<Record> {
         vec![
             rec(Body::Activity {
                 run_id: "r".into(),
