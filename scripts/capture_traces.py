@@ -138,7 +138,7 @@ def transport_errors(t):
     c.send(req("e3", "status"))
     c.send(req("e4", "session.create"))
     c.send(req("e5", "no.such.method"))
-    c.send(req("e6", "initialize", {"required_capabilities": ["tool.cards"]}))
+    c.send(req("e6", "initialize", {"required_capabilities": ["tool.cards", "nope.nope"]}))
     c.send(req("e7", "initialize", {"required_capabilities": [f"c{i}" for i in range(17)]}))
     c.send(req("e8", "initialize", {"required_capabilities": ["status"], "x": 1}))
     for i in ["e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8"]:

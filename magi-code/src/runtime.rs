@@ -20,6 +20,9 @@ pub struct Runtime {
     pub instructions: String,
     /// The `client.tools` tools registered at `initialize` (empty unless negotiated).
     pub client_tools: Vec<ClientToolDef>,
+    /// Whether the client negotiated `tool.cards`: live `tool.card` events and projected
+    /// `tool_card` entries (cards are stored either way).
+    pub tool_cards: bool,
 }
 
 impl Runtime {

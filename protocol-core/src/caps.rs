@@ -62,6 +62,18 @@ caps! {
     ClientTools => "client.tools",
 }
 
+/// Every `tool.cards` card kind, in the order `extensions.md` lists them.
+pub const TOOL_CARD_KINDS: [&str; 8] = [
+    "command",
+    "file_read",
+    "file_edit",
+    "search",
+    "mcp",
+    "client",
+    "subagent",
+    "generic",
+];
+
 impl Capability {
     /// The sixteen base capabilities, always advertised.
     pub const BASE: &'static [Self] = {

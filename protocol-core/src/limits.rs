@@ -72,6 +72,10 @@ pub const RUN_ACTIVITIES: usize = 4_096;
 pub const ACTIVITY_ID_BYTES: usize = 1_024;
 /// UTF-8 bytes of an activity, approval or diagnostic summary, after redaction.
 pub const SUMMARY_BYTES: usize = 1_024;
+/// `tool.cards`: largest serialized card (not a `limits` key; the extension descriptor says it).
+pub const CARD_BYTES: usize = 4_096;
+/// `tool.cards`: longest card `title`.
+pub const CARD_TITLE_BYTES: usize = 256;
 /// Time after which an unanswered approval is denied.
 pub const APPROVAL_EXPIRY_MS: u64 = 60_000;
 

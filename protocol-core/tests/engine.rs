@@ -137,7 +137,7 @@ fn capability_preflight_allows_a_corrected_retry() {
     s.send(&req(
         "a",
         "initialize",
-        json!({"required_capabilities": ["tool.cards"]}),
+        json!({"required_capabilities": ["tool.cards", "tool.nope"]}),
     ));
     assert_eq!(error_of(&last(&s)), Some("unsupported_capability"));
     s.send(&req(
@@ -629,4 +629,72 @@ fn discover_limits_are_advertised_only_when_negotiated() {
         limits.as_object().unwrap().len(),
         protocol_core::limits::ADVERTISED.len() + protocol_core::limits::DISCOVER_ADVERTISED.len()
     );
+}
+
+fn base_names() -> Vec<&'static str> {
+    protocol_core::Capability::BASE
+        .iter()
+        .map(|c| c.as_str())
+        .collect()
+}
+
+/// extensions.md "tool.cards" and decisions.md 8, 32: the capability is listed after the base
+/// names, the `extensions` member holds exactly its descriptor, and `limits` gains no key.
+#[test]
+fn tool_cards_negotiation_adds_the_descriptor_and_the_name() {
+    let s = ready(&["tool.cards"]);
+    let r = &s.frames()[0]["result"];
+    let caps = r["capabilities"].as_array().unwrap();
+    assert_eq!(caps.len(), 17);
+    assert_eq!(caps[16], "tool.cards");
+    assert_eq!(
+        r["extensions"],
+        json!({"tool.cards": {"version": 1, "kinds": ["command", "file_read", "file_edit", "search", "mcp", "client", "subagent", "generic"], "card_bytes": 4096}})
+    );
+    assert_eq!(
+        r["limits"].as_object().unwrap().len(),
+        protocol_core::limits::ADVERTISED.len()
+    );
+    let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["capabilities", "extensions", "limits", "status"]);
+}
+
+/// Base-only clients see exactly the base shapes: no `extensions` member, sixteen names.
+#[test]
+fn a_base_initialize_has_no_extensions_member() {
+    for caps in [vec![], base_names()] {
+        let s = ready(&caps);
+        let r = &s.frames()[0]["result"];
+        let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["capabilities", "limits", "status"]);
+        assert_eq!(r["capabilities"].as_array().unwrap().len(), 16);
+    }
+}
+
+/// extensions.md: 16 names at most unless `client.tools` is among them, so `tool.cards` fits
+/// beside fifteen base names and not beside all sixteen.
+#[test]
+fn tool_cards_counts_toward_the_sixteen_names() {
+    let mut fifteen: Vec<&str> = base_names()
+        .into_iter()
+        .filter(|n| *n != "initialize")
+        .collect();
+    fifteen.push("tool.cards");
+    assert_eq!(fifteen.len(), 16);
+    let s = ready(&fifteen);
+    assert_eq!(
+        s.frames()[0]["result"]["capabilities"]
+            .as_array()
+            .unwrap()
+            .len(),
+        17
+    );
+    let mut s = Sim::new();
+    let mut seventeen = base_names();
+    seventeen.push("tool.cards");
+    s.send(&init(&seventeen));
+    assert_eq!(error_of(&last(&s)), Some("invalid_params"));
+    assert!(matches!(s.engine.state(), State::Uninitialized));
 }

@@ -41,6 +41,7 @@ pub fn run(out: &mut RunOutput<'_>, name: &str, input: &Value) -> ToolOutcome {
             ok: false,
             summary: "failed in the client".into(),
             output: bound_output(output, false),
+            details: crate::tools::outcome::ToolDetails::None,
         },
         CallEnd::TimedOut | CallEnd::Cancelled => {
             out.critical("client.tool.cancel", json!({ "call_id": call_id }));

@@ -6,7 +6,7 @@ use super::emit::RunOutput;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
 use crate::tools::outcome::bound_output;
-use crate::tools::{self, ToolClass, ToolOutcome};
+use crate::tools::{self, Card, CardStatus, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
 use crate::util::text::bounded;
 use protocol_core::limits::SUMMARY_BYTES;
@@ -31,6 +31,22 @@ fn activity(
     (event, record)
 }
 
+/// Stores the activity's card after its record and, when the client negotiated `tool.cards`,
+/// sends it as a `tool.card` event right after the `activity` event.
+fn card(out: &mut RunOutput<'_>, id: &str, card: Value, records: &mut Vec<Record>) {
+    if out.ctx.rt.tool_cards {
+        out.critical(
+            "tool.card",
+            json!({ "activity_id": id, "card": card.clone() }),
+        );
+    }
+    records.push(out.record(Body::ToolCard {
+        run_id: out.run_id.clone(),
+        activity_id: id.to_owned(),
+        card,
+    }));
+}
+
 /// What the model gets back for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolRun {
@@ -46,6 +62,7 @@ pub struct Prepared {
     activity_id: String,
     shown: String,
     described: String,
+    card: Card,
     /// Why it must not run, if so.
     refused: Option<&'static str>,
 }
@@ -95,6 +112,18 @@ pub fn prepare(
     );
     out.critical("activity", event);
     records.push(record);
+    // Client tools (`client.tools`) get `Card::client`; every other name is classified here.
+    let shown_card = if client {
+        Card::client(name)
+    } else {
+        Card::new(name, input, &ctx.rt.cwd)
+    };
+    card(
+        out,
+        &activity_id,
+        shown_card.value(CardStatus::Running, None),
+        records,
+    );
     let settings = &ctx.rt.settings;
     let class = tools::class(name).or_else(|| client.then_some(ToolClass::Client));
     let policy = class.map(|c| match c {
@@ -132,6 +161,7 @@ pub fn prepare(
         activity_id,
         shown,
         described,
+        card: shown_card,
         refused,
     }
 }
@@ -145,6 +175,12 @@ pub fn complete(
     records: &mut Vec<Record>,
 ) -> ToolRun {
     let described = &p.described;
+    let ran = outcome.as_ref().filter(|_| p.refused.is_none());
+    let status = match ran {
+        Some(o) if o.ok => CardStatus::Completed,
+        _ => CardStatus::Failed,
+    };
+    let shown_card = p.card.value(status, ran);
     let (state, summary, run) = match (p.refused, outcome) {
         (None, Some(o)) => {
             let state = if o.ok {
@@ -181,6 +217,7 @@ pub fn complete(
     let (event, record) = activity(out, &p.activity_id, state, &p.shown, &summary);
     out.critical("activity", event);
     records.push(record);
+    card(out, &p.activity_id, shown_card, records);
     run
 }
 

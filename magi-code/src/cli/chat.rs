@@ -134,6 +134,39 @@ fn field<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or_default()
 }
 
+/// A finished `tool.cards` card as one line under its activity: the command and its exit
+/// code, a file's line counts, matches found. Running cards show nothing (the activity did).
+fn card_line(card: &Value) -> Option<String> {
+    let count = |k: &str| card[k].as_u64();
+    let status = field(card, "status");
+    let text = match field(card, "kind") {
+        _ if status == "running" || status.is_empty() => return None,
+        "command" => {
+            let code = card["exit_code"]
+                .as_i64()
+                .map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
+            let took = count("duration_ms").map_or_else(String::new, |ms| format!(", {ms} ms"));
+            format!("$ {} → {code}{took}", field(card, "command"))
+        }
+        "file_edit" => format!(
+            "{} +{} -{}",
+            field(card, "path"),
+            count("added").unwrap_or(0),
+            count("removed").unwrap_or(0)
+        ),
+        "file_read" => match count("lines") {
+            Some(n) => format!("{}: {n} lines", field(card, "path")),
+            None => format!("{}: {status}", field(card, "path")),
+        },
+        "search" => match count("matches") {
+            Some(n) => format!("{}: {n} matches", field(card, "title")),
+            None => format!("{}: {status}", field(card, "title")),
+        },
+        _ => format!("{}: {status}", field(card, "title")),
+    };
+    Some(format!("  {text}"))
+}
+
 fn flush() {
     let _ = std::io::stdout().flush();
 }
@@ -263,7 +296,7 @@ impl Chat {
     /// Initializes, attaches, then reads prompts and commands until the end; Some(code) when
     /// the chat must exit with it before any prompt.
     fn run(&mut self, session: Option<&str>) -> Option<i32> {
-        let caps = json!({"required_capabilities": ["session.create", "session.open", "session.list", "turn.start", "turn.cancel", "approval.answer", "shutdown"]});
+        let caps = json!({"required_capabilities": ["session.create", "session.open", "session.list", "turn.start", "turn.cancel", "approval.answer", "shutdown", "tool.cards"]});
         let init = self.request("initialize", &caps);
         match init.as_ref().map(|f| &f["error"]["code"]) {
             None => {
@@ -414,6 +447,12 @@ impl Chat {
                         field(data, "summary")
                     );
                     println!("{}", self.style.dim(&printable(&line)));
+                }
+                Some("tool.card") => {
+                    if let Some(line) = card_line(&data["card"]) {
+                        screen.line_start();
+                        println!("{}", self.style.dim(&printable(&line)));
+                    }
                 }
                 Some("diagnostic") => {
                     screen.line_start();

@@ -180,6 +180,7 @@ mod tests {
             context_id: "0".repeat(64),
             instructions: String::new(),
             client_tools: Vec::new(),
+            tool_cards: false,
         };
         (d, rt)
     }

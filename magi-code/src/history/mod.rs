@@ -76,6 +76,14 @@ impl History {
         }
     }
 
+    /// Projects `tool_card` entries from now on (the child negotiated `tool.cards`); call
+    /// before the first record.
+    pub fn show_cards(&mut self, cards: bool) {
+        if let Some(p) = &mut self.projector {
+            *p = Projector::with_cards(cards);
+        }
+    }
+
     /// Takes one complete stored line (LF excluded).
     pub fn line(&mut self, line: &[u8]) -> Result<(), HistoryError> {
         match Record::parse(line) {
@@ -210,6 +218,13 @@ impl Reader {
         Self {
             history: History::new(id, project),
         }
+    }
+
+    /// This reader, projecting `tool_card` entries when `cards` (see [`History::show_cards`]).
+    #[must_use]
+    pub fn show_cards(mut self, cards: bool) -> Self {
+        self.history.show_cards(cards);
+        self
     }
 
     /// Takes one complete line; false stops the read (see [`Self::finish`] for why).

@@ -2,7 +2,7 @@
 
 use super::record::{ActivityState, Body, HistoryError, Record, RunOutcome};
 use crate::util::redact::sanitize_text;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 
 /// Largest text part, raw and escaped.
@@ -23,6 +23,8 @@ struct Logical {
     partial: bool,
     /// For assistant entries: the reconciled copy arrived; later chunks are ignored.
     reconciled: bool,
+    /// For `tool_card` entries: the card (its title is `text`).
+    card: Option<Value>,
 }
 
 impl Logical {
@@ -32,11 +34,30 @@ impl Logical {
             text,
             partial,
             reconciled: false,
+            card: None,
         }
+    }
+
+    /// Bytes held: the text and any card.
+    fn held(&self) -> usize {
+        self.text.len() + self.card.as_ref().map_or(0, |c| c.to_string().len())
     }
 
     /// Its serialized parts as entry `m{n}`: sanitized first, then chunked.
     fn parts(&self, n: usize) -> Vec<String> {
+        if let Some(card) = &self.card {
+            // A card's title is at most 256 bytes: always one part.
+            return vec![json!({
+                "message_id": format!("m{n}"),
+                "kind": self.kind,
+                "text": sanitize_text(&self.text),
+                "partial": self.partial,
+                "part": 0,
+                "last_part": true,
+                "card": card,
+            })
+            .to_string()];
+        }
         let text = sanitize_text(&self.text);
         let parts = chunk(&text);
         let last = parts.len() - 1;
@@ -80,6 +101,10 @@ pub struct Projector {
     messages: HashMap<String, usize>,
     summaries: HashMap<(String, String), usize>,
     activities: HashMap<String, usize>,
+    /// Whether `tool_card` records are projected (the child negotiated `tool.cards`).
+    cards: bool,
+    /// Card entries by activity ID.
+    card_entries: HashMap<String, usize>,
     /// Runs with `user_input` and no `run_finished` (yet).
     open: HashSet<String>,
     finished: HashSet<String>,
@@ -89,7 +114,29 @@ pub struct Projector {
     dirty: Vec<usize>,
 }
 
+/// A stored card fit to show: the shape and bounds `tool.cards` promises, else `None` (a
+/// history edited by hand shows no card rather than an unbounded one).
+fn shown_card(card: &Value) -> Option<(String, bool)> {
+    let title = card.get("title")?.as_str()?;
+    let kind = card.get("kind")?.as_str()?;
+    let status = card.get("status")?.as_str()?;
+    let fits = title.len() <= protocol_core::limits::CARD_TITLE_BYTES
+        && card.to_string().len() <= protocol_core::limits::CARD_BYTES
+        && protocol_core::caps::TOOL_CARD_KINDS.contains(&kind)
+        && matches!(status, "running" | "completed" | "failed");
+    fits.then(|| (title.to_owned(), status == "running"))
+}
+
 impl Projector {
+    /// A projector that shows `tool_card` entries (`tool.cards` negotiated) when `cards`.
+    #[must_use]
+    pub fn with_cards(cards: bool) -> Self {
+        Self {
+            cards,
+            ..Self::default()
+        }
+    }
+
     fn touch(&mut self, i: usize) {
         if i < self.emitted {
             self.dirty.push(i);
@@ -111,7 +158,7 @@ impl Projector {
     }
 
     fn add(&mut self, l: Logical) -> Result<usize, HistoryError> {
-        self.held += l.text.len();
+        self.held += l.held();
         self.out.push(l);
         self.check()?;
         Ok(self.out.len() - 1)
@@ -230,6 +277,31 @@ impl Projector {
                     None => {
                         let i = self.add(Logical::new("activity", line, partial))?;
                         self.activities.insert(activity_id.clone(), i);
+                    }
+                }
+            }
+            Body::ToolCard {
+                activity_id, card, ..
+            } => {
+                let shown = shown_card(card).filter(|_| self.cards);
+                let Some((title, running)) = shown else {
+                    return Ok(());
+                };
+                if !self.activities.contains_key(activity_id.as_str()) {
+                    return Ok(());
+                }
+                let mut l = Logical::new("tool_card", title, running);
+                l.card = Some(card.clone());
+                match self.card_entries.get(activity_id.as_str()) {
+                    Some(&i) => {
+                        self.held = self.held - self.out[i].held() + l.held();
+                        self.out[i] = l;
+                        self.touch(i);
+                        self.check()?;
+                    }
+                    None => {
+                        let i = self.add(l)?;
+                        self.card_entries.insert(activity_id.clone(), i);
                     }
                 }
             }
@@ -375,6 +447,79 @@ pub fn chunk(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(body: Body) -> Record {
+        Record::now("s", body)
+    }
+
+    fn card_records(card: Value) -> Vec<Record> {
+        vec![
+            rec(Body::Activity {
+                run_id: "r".into(),
+                activity_id: "t".into(),
+                kind: super::super::record::ActivityKind::Tool,
+                state: ActivityState::Started,
+                name: "shell".into(),
+                summary: None,
+            }),
+            rec(Body::ToolCard {
+                run_id: "r".into(),
+                activity_id: "t".into(),
+                card,
+            }),
+        ]
+    }
+
+    fn kinds(cards: bool, records: &[Record]) -> Vec<String> {
+        let mut p = Projector::with_cards(cards);
+        for r in records {
+            p.push(r).unwrap();
+        }
+        let out = p.finish(false).unwrap();
+        out.entries
+            .iter()
+            .map(|e| {
+                serde_json::from_str::<Value>(e).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cards_are_projected_only_when_negotiated_and_within_bounds() {
+        let good = json!({"kind": "command", "title": "t", "status": "running", "command": "c"});
+        assert_eq!(
+            kinds(true, &card_records(good.clone())),
+            ["activity", "tool_card"]
+        );
+        assert_eq!(kinds(false, &card_records(good)), ["activity"]);
+        let at = |title: usize, pad: usize| json!({"kind": "generic", "title": "t".repeat(title), "status": "failed", "x": "p".repeat(pad)});
+        let base = at(256, 0).to_string().len();
+        let fits = protocol_core::limits::CARD_BYTES - base;
+        assert_eq!(
+            at(256, fits).to_string().len(),
+            protocol_core::limits::CARD_BYTES
+        );
+        assert_eq!(kinds(true, &card_records(at(256, fits))).len(), 2);
+        for bad in [
+            at(257, 0),
+            at(256, fits + 1),
+            json!({"kind": "other", "title": "t", "status": "running"}),
+            json!({"kind": "generic", "title": "t", "status": "done"}),
+            json!({"kind": "generic", "status": "running"}),
+        ] {
+            assert_eq!(
+                kinds(true, &card_records(bad.clone())),
+                ["activity"],
+                "{bad}"
+            );
+        }
+        let mut orphan = card_records(at(1, 0));
+        orphan.remove(0);
+        assert!(kinds(true, &orphan).is_empty(), "a card needs its activity");
+    }
 
     #[test]
     fn chunks_respect_utf8_and_escapes() {

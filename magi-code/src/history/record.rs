@@ -91,6 +91,16 @@ pub enum Body {
         #[serde(skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
     },
+    /// A `tool.cards` display card of a tool activity, stored after that activity's record
+    /// (whatever the writer negotiated; projected only for children that negotiated it).
+    ToolCard {
+        /// The turn.
+        run_id: String,
+        /// The activity the card shows.
+        activity_id: String,
+        /// The card object, bounded when written.
+        card: Value,
+    },
     /// The session's selection preferences, restored by `session.open`.
     SessionPreferences {
         /// Provider.
@@ -336,6 +346,14 @@ impl Body {
                 name: req(m, "name")?,
                 summary: opt(m, "summary")?,
             },
+            "tool_card" => Self::ToolCard {
+                run_id: req(m, "run_id")?,
+                activity_id: req(m, "activity_id")?,
+                card: match any(m, "card")? {
+                    v @ Value::Object(_) => v,
+                    _ => return Err(HistoryError::Invalid),
+                },
+            },
             "session_preferences" => {
                 let (provider, model, effort) =
                     (req(m, "provider")?, req(m, "model")?, req(m, "effort")?);
@@ -444,6 +462,7 @@ impl Record {
             | Body::AssistantMessage { run_id, .. }
             | Body::ReasoningSummary { run_id, .. }
             | Body::Activity { run_id, .. }
+            | Body::ToolCard { run_id, .. }
             | Body::RunFinished { run_id, .. }
             | Body::ToolCall { run_id, .. }
             | Body::ToolResult { run_id, .. }
@@ -552,6 +571,11 @@ mod tests {
                 text: Some("cut".into()),
                 partial: true,
             },
+            Body::ToolCard {
+                run_id: "r".into(),
+                activity_id: "t-1".into(),
+                card: json!({"kind": "generic", "title": "x", "status": "running"}),
+            },
         ]
     }
 
@@ -618,6 +642,9 @@ mod tests {
             base(json!({"type":"assistant_message","message_id":"a","partial":"yes"})),
             base(json!({"type":"assistant_message","message_id":"a","partial":null})),
             base(json!({"type":"tool_use","call_id":"c"})),
+            base(json!({"type":"tool_card","activity_id":"t","card":"not an object"})),
+            base(json!({"type":"tool_card","activity_id":"t"})),
+            base(json!({"type":"tool_card","card":{}})),
         ] {
             assert_eq!(parse(&v), Err(HistoryError::Invalid), "{v}");
         }

@@ -44,7 +44,7 @@ impl From<HistoryError> for ErrorCode {
 /// Reads, validates and projects the history of `id`.
 pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, ErrorCode> {
     let sessions = Sessions::new(&rt.root);
-    let mut reader = Reader::new(id, true);
+    let mut reader = Reader::new(id, true).show_cards(rt.tool_cards);
     let mut cancelled = false;
     let mut n = 0usize;
     let streamed = store::stream_held(

@@ -23,11 +23,18 @@ use selection::restore;
 use serde_json::json;
 use std::fs;
 
+/// The state of a new, empty history, projecting cards when `tool.cards` was negotiated.
+fn fresh_history(rt: &Runtime, id: &SessionId) -> History {
+    let mut h = History::new(id, true);
+    h.show_cards(rt.tool_cards);
+    h
+}
+
 /// `session.create`: a lazy handle, no file, no lease, no history.
 pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
     let id = SessionId::generate();
     let a = Attachment {
-        history: Some(History::new(&id, true)),
+        history: Some(fresh_history(rt, &id)),
         id,
         durable: false,
         writer: None,
@@ -53,7 +60,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         if !a.durable {
             // Same-child reopen of a lazy handle.
             a.snapshot = Snapshot::empty();
-            a.history = Some(History::new(&id, true));
+            a.history = Some(fresh_history(rt, &id));
             let result = json!({ "session_id": id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
             st.selection = Some(Selection::startup(rt));
             return Ok((result, Some(view(rt, st))));

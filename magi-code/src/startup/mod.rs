@@ -34,7 +34,7 @@ fn fail(code: ErrorCode) -> Failure {
 pub fn run(
     env: &LaunchEnv,
     cancel: &Cancel,
-    _capabilities: &[String],
+    capabilities: &[String],
     client_tools: &[ClientToolDef],
 ) -> Result<Runtime, Failure> {
     let cwd = env
@@ -88,5 +88,6 @@ pub fn run(
         context_id,
         instructions,
         client_tools: client_tools.to_vec(),
+        tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
     })
 }

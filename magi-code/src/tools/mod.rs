@@ -2,9 +2,11 @@
 //! registry a run offers, and bounded outcomes.
 
 pub mod builtin;
+pub mod card;
 pub mod outcome;
 pub mod registry;
 
 pub use builtin::{class, describe, run, specs};
-pub use outcome::{ToolClass, ToolOutcome, OUTPUT_BYTES};
+pub use card::{Card, CardStatus};
+pub use outcome::{ToolClass, ToolDetails, ToolOutcome, OUTPUT_BYTES};
 pub use registry::{AddError, ToolKind, ToolRegistry, TOOL_NAME_BYTES};

@@ -38,6 +38,40 @@ pub struct ToolOutcome {
     /// cut at char boundaries around a [`cut_line`] when longer, `[truncated]` when the tool
     /// stopped early).
     pub output: String,
+    /// Typed facts for display cards (`tool.cards`), never output text.
+    pub details: ToolDetails,
+}
+
+/// What a tool learned while running that a display card shows: counts and codes only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolDetails {
+    /// Nothing beyond the summary (failures, `list_dir`).
+    #[default]
+    None,
+    /// `shell`: the exit code (`None` when killed, timed out or cancelled) and wall time.
+    Command {
+        /// The exit code, if the shell exited.
+        exit_code: Option<i32>,
+        /// How long the call ran.
+        duration_ms: u64,
+    },
+    /// `read_file`: lines returned.
+    FileRead {
+        /// Lines returned to the model.
+        lines: u64,
+    },
+    /// `write_file`/`edit_file`: a line diff of the file before and after.
+    FileEdit {
+        /// Lines added.
+        added: u64,
+        /// Lines removed.
+        removed: u64,
+    },
+    /// `grep`: matching lines found.
+    Search {
+        /// Matching lines.
+        matches: u64,
+    },
 }
 
 impl ToolOutcome {
@@ -46,7 +80,15 @@ impl ToolOutcome {
             ok: true,
             summary: one_line(&summary),
             output: bound_output(output, truncated),
+            details: ToolDetails::None,
         }
+    }
+
+    /// This outcome with `details`.
+    #[must_use]
+    pub(crate) fn with(mut self, details: ToolDetails) -> Self {
+        self.details = details;
+        self
     }
 
     /// A failure whose output for the model is the summary phrase itself.
@@ -55,6 +97,7 @@ impl ToolOutcome {
             ok: false,
             summary: one_line(phrase),
             output: bound_output(phrase.to_owned(), false),
+            details: ToolDetails::None,
         }
     }
 
@@ -64,6 +107,7 @@ impl ToolOutcome {
             ok: false,
             summary: one_line(phrase),
             output: bound_output(format!("{phrase}: {detail}"), false),
+            details: ToolDetails::None,
         }
     }
 }

@@ -26,6 +26,7 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
         context_id: "0".repeat(64),
         instructions: String::new(),
         client_tools: Vec::new(),
+        tool_cards: false,
     }
 }
 

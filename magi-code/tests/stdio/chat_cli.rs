@@ -83,6 +83,38 @@ fn chat_asks_before_a_tool_runs() {
     assert!(cwd.path().join("a.txt").exists());
 }
 
+/// The chat negotiates `tool.cards` and shows each finished card: a command with its exit
+/// code, an edited file with its line counts, a read with its lines.
+#[test]
+fn chat_shows_tool_cards() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("f.txt"), "a\nb\n").unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns":[{"steps":[
+            {"tool":{"name":"edit_file","input":{"path":"f.txt","old":"b\n","new":"c\nd\n"}}},
+            {"tool":{"name":"read_file","input":{"path":"f.txt"}}},
+            {"tool":{"name":"shell","input":{"command":"exit 4"}}},
+            {"text":"done"}]}]}"#,
+    )
+    .unwrap();
+    let settings = serde_json::json!({"model": "script", "providers": {"scripted": {"script": script}},
+        "tools": {"read": "allow", "write": "allow", "shell": "allow"}});
+    std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+    let (code, out) = chat(home.path(), cwd.path(), &[], "go\n/quit\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("  f.txt +2 -1\n"), "{out}");
+    assert!(out.contains("  f.txt: 3 lines\n"), "{out}");
+    assert!(out.contains("  $ exit 4 → exit 4, "), "{out}");
+    assert_eq!(
+        out.matches("\n  ").count(),
+        3,
+        "one line per finished card: {out}"
+    );
+}
+
 fn session_id(out: &str) -> String {
     out.split_whitespace().nth(1).unwrap().to_owned()
 }

@@ -18,6 +18,7 @@ mod replay_cli;
 mod selection;
 mod sessions;
 mod startup;
+mod tool_cards;
 mod tools;
 mod transport;
 mod tty;

@@ -10,7 +10,7 @@ mod status;
 mod stop;
 mod timer;
 
-use crate::caps::CapabilitySet;
+use crate::caps::{Capability, CapabilitySet};
 use crate::error::{ErrorCode, StopReason};
 use crate::framing::LineDecoder;
 use crate::ids::{IdLedger, RequestId};
@@ -31,7 +31,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            supported: CapabilitySet::base(),
+            supported: CapabilitySet::base().with(Capability::ToolCards),
         }
     }
 }
@@ -253,14 +253,7 @@ impl Engine {
                 let id = init_id.clone();
                 self.state = State::Ready(view);
                 self.status_cache = None;
-                let mut result = json!({
-                    "capabilities": self.capability_names(),
-                    "limits": self.limits_object(),
-                    "status": self.status_value(),
-                });
-                if let (Some(ext), Some(o)) = (self.extensions_object(), result.as_object_mut()) {
-                    o.insert("extensions".into(), ext);
-                }
+                let result = self.initialize_result();
                 self.reserved -= 1;
                 self.respond(Some(&id), Ok(result), now);
             }

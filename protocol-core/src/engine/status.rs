@@ -1,7 +1,7 @@
 //! The `initialize` and `status` results.
 
 use super::{Engine, State};
-use crate::caps::Capability;
+use crate::caps::{Capability, TOOL_CARD_KINDS};
 use crate::limits;
 use serde_json::{json, Map, Value};
 
@@ -14,6 +14,29 @@ impl Engine {
             }
         }
         names
+    }
+
+    /// The `extensions` member: one descriptor per negotiated extension that has one, `None`
+    /// when none was negotiated (base clients see no member at all, `decisions.md` 32).
+    pub(super) fn extensions_object(&self) -> Option<Value> {
+        let mut m = Map::new();
+        for c in self.negotiated.iter() {
+            if let Some(d) = self.descriptor(c) {
+                m.insert(c.as_str().to_owned(), d);
+            }
+        }
+        (!m.is_empty()).then_some(Value::Object(m))
+    }
+
+    /// The descriptor of an extension that has one (`extensions.md`).
+    fn descriptor(&self, c: Capability) -> Option<Value> {
+        match c {
+            Capability::ToolCards => Some(
+                json!({ "version": 1, "kinds": TOOL_CARD_KINDS, "card_bytes": limits::CARD_BYTES }),
+            ),
+            Capability::ClientTools => Some(json!({ "version": 1, "tools": self.client_tools })),
+            _ => None,
+        }
     }
 
     pub(super) fn limits_object(&self) -> Value {
@@ -38,20 +61,18 @@ impl Engine {
         Value::Object(m)
     }
 
-    /// The `initialize` result's `extensions` member: one descriptor per negotiated extension
-    /// that has one, `None` when there is none (`decisions.md` 32).
-    pub(super) fn extensions_object(&self) -> Option<Value> {
-        let mut m = Map::new();
-        for c in self.negotiated.iter() {
-            let descriptor = match c {
-                Capability::ClientTools => {
-                    json!({ "version": 1, "tools": self.client_tools })
-                }
-                _ => continue,
-            };
-            m.insert(c.as_str().to_owned(), descriptor);
+    /// The `initialize` result: capabilities, limits, status, and `extensions` only when a
+    /// descriptor extension was negotiated.
+    pub(super) fn initialize_result(&self) -> Value {
+        let mut result = json!({
+            "capabilities": self.capability_names(),
+            "limits": self.limits_object(),
+            "status": self.status_value(),
+        });
+        if let (Some(ext), Some(o)) = (self.extensions_object(), result.as_object_mut()) {
+            o.insert("extensions".to_owned(), ext);
         }
-        (!m.is_empty()).then_some(Value::Object(m))
+        result
     }
 
     /// The `status` result for the current state.
@@ -96,3 +117,4 @@ impl Engine {
         }
     }
 }
+

@@ -4,7 +4,7 @@ use super::input::{
     io_phrase, open_regular, read_bounded, GrepIn, GREP_ENTRIES, GREP_FILES, GREP_FILE_BYTES,
     GREP_MATCHES,
 };
-use crate::tools::outcome::{bound_parts, ToolOutcome, HALF_BYTES, OUTPUT_BYTES};
+use crate::tools::outcome::{bound_parts, ToolDetails, ToolOutcome, HALF_BYTES, OUTPUT_BYTES};
 use crate::util::cancel::Cancel;
 use crate::util::proc::Capture;
 use std::ffi::OsString;
@@ -86,7 +86,8 @@ pub(crate) fn grep(i: GrepIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     let summary = format!("{} matches", st.matches);
     let found = st.out.parts();
     let output = bound_parts(&found.head, found.dropped, &found.tail, st.truncated);
-    ToolOutcome::success(summary, output, false)
+    let matches = st.matches as u64;
+    ToolOutcome::success(summary, output, false).with(ToolDetails::Search { matches })
 }
 
 /// Walks a folder in sorted pre-order: no symlinks, no `.git` or `target` folders, regular

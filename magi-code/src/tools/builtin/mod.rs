@@ -3,6 +3,7 @@
 //! cancellation kills its whole process group. Tool access is not an OS sandbox: absolute paths
 //! are allowed and the shell runs with the backend's own rights.
 
+mod diff;
 mod grep;
 mod input;
 mod read;

@@ -4,7 +4,7 @@ use super::input::{
     invalid, io_phrase, open_regular, read_bounded, ListDirIn, ReadFileIn, FILE_BYTES,
     LIST_ENTRIES, READ_LIMIT_DEFAULT, READ_LIMIT_MAX,
 };
-use crate::tools::outcome::ToolOutcome;
+use crate::tools::outcome::{ToolDetails, ToolOutcome};
 use crate::util::cancel::Cancel;
 use std::collections::BinaryHeap;
 use std::fs;
@@ -41,6 +41,7 @@ pub(crate) fn read_file(i: ReadFileIn, cwd: &Path) -> ToolOutcome {
     // The 8 MiB cut matters only when the selection ran into it.
     let truncated = over && pieces.next().is_none();
     ToolOutcome::success(format!("read {n} lines"), out, truncated)
+        .with(ToolDetails::FileRead { lines: n as u64 })
 }
 
 pub(crate) fn list_dir(i: ListDirIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {

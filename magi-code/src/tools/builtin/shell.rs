@@ -2,7 +2,9 @@
 //! timeout or cancellation, with both pipes drained and bounded.
 
 use super::input::{invalid, ShellIn, SHELL_TIMEOUT_DEFAULT_MS, SHELL_TIMEOUT_MAX_MS};
-use crate::tools::outcome::{bound_parts, one_line, ToolOutcome, HALF_BYTES, OUTPUT_BYTES};
+use crate::tools::outcome::{
+    bound_parts, one_line, ToolDetails, ToolOutcome, HALF_BYTES, OUTPUT_BYTES,
+};
 use crate::util::cancel::Cancel;
 use crate::util::proc::{captured, drain, kill_group, Capture};
 use std::io::Read;
@@ -23,7 +25,8 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     if !(1..=SHELL_TIMEOUT_MAX_MS).contains(&timeout_ms) {
         return invalid("timeout_ms must be 1..=600000");
     }
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let began = Instant::now();
+    let deadline = began + Duration::from_millis(timeout_ms);
     let spawned = Command::new("/bin/sh")
         .arg("-c")
         .arg(&i.command)
@@ -74,15 +77,20 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
 
     let status = loop {
         if cancel.is_cancelled() {
-            return stop(&mut child, pid, &done_rx, open, &cap, "cancelled");
+            return stop(&mut child, pid, &done_rx, open, &cap, "cancelled")
+                .with(command(None, began));
         }
         if Instant::now() >= deadline {
-            return stop(&mut child, pid, &done_rx, open, &cap, "timed out");
+            return stop(&mut child, pid, &done_rx, open, &cap, "timed out")
+                .with(command(None, began));
         }
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
-            Err(_) => return stop(&mut child, pid, &done_rx, open, &cap, "i/o error"),
+            Err(_) => {
+                return stop(&mut child, pid, &done_rx, open, &cap, "i/o error")
+                    .with(command(None, began))
+            }
         }
         let _ = cancel.sleep(POLL);
     };
@@ -90,10 +98,12 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     // lasts until they close, within the same timeout and cancellation.
     while open > 0 {
         if cancel.is_cancelled() {
-            return stop(&mut child, pid, &done_rx, open, &cap, "cancelled");
+            return stop(&mut child, pid, &done_rx, open, &cap, "cancelled")
+                .with(command(None, began));
         }
         if Instant::now() >= deadline {
-            return stop(&mut child, pid, &done_rx, open, &cap, "timed out");
+            return stop(&mut child, pid, &done_rx, open, &cap, "timed out")
+                .with(command(None, began));
         }
         match done_rx.recv_timeout(POLL) {
             Ok(()) => open -= 1,
@@ -106,6 +116,15 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
         ok,
         summary: one_line(&summary),
         output: bounded_capture(&cap),
+        details: command(status.code(), began),
+    }
+}
+
+fn command(exit_code: Option<i32>, began: Instant) -> ToolDetails {
+    let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    ToolDetails::Command {
+        exit_code,
+        duration_ms,
     }
 }
 
@@ -142,6 +161,7 @@ fn stop(
         ok: false,
         summary: one_line(phrase),
         output: bounded_capture(cap),
+        details: ToolDetails::None,
     }
 }
 

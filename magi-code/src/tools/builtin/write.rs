@@ -1,10 +1,11 @@
 //! `write_file` (creating missing parent folders) and `edit_file` (atomic replacement).
 
+use super::diff::line_counts;
 use super::input::{
     invalid, io_phrase, open_regular, read_bounded, EditFileIn, WriteFileIn, FILE_BYTES,
 };
 use crate::store::replace_atomically;
-use crate::tools::outcome::ToolOutcome;
+use crate::tools::outcome::{ToolDetails, ToolOutcome};
 use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -33,6 +34,12 @@ pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
     }
     // Not O_TRUNC: nothing is cut before the target is known to be a regular file, and
     // O_NONBLOCK makes a FIFO without a reader fail (ENXIO) instead of hanging.
+    // The old contents, for the card's line counts; a missing or unreadable file is new.
+    let before = open_regular(&path)
+        .ok()
+        .and_then(|f| read_bounded(f, FILE_BYTES).ok())
+        .map(|(buf, _)| buf)
+        .unwrap_or_default();
     let opened = OpenOptions::new()
         .write(true)
         .create(true)
@@ -55,11 +62,13 @@ pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
         return ToolOutcome::fail(io_phrase(&e));
     }
     let n = i.content.len();
+    let (added, removed) = line_counts(&before, i.content.as_bytes());
     ToolOutcome::success(
         format!("wrote {n} bytes"),
         format!("wrote {n} bytes"),
         false,
     )
+    .with(ToolDetails::FileEdit { added, removed })
 }
 
 pub(crate) fn edit_file(i: EditFileIn, cwd: &Path) -> ToolOutcome {
@@ -101,7 +110,11 @@ pub(crate) fn edit_file(i: EditFileIn, cwd: &Path) -> ToolOutcome {
     }
     match replace_atomically(&real, &edited, mode) {
         // The folder fsync is best effort here: the edit itself is in place.
-        Ok(_synced) => ToolOutcome::success("edited".to_owned(), "edited".to_owned(), false),
+        Ok(_synced) => {
+            let (added, removed) = line_counts(&hay, &edited);
+            ToolOutcome::success("edited".to_owned(), "edited".to_owned(), false)
+                .with(ToolDetails::FileEdit { added, removed })
+        }
         Err(e) => ToolOutcome::fail(io_phrase(&e)),
     }
 }
@@ -195,6 +208,41 @@ mod tests {
             d.path(),
         );
         assert!(o.ok);
+    }
+
+    #[test]
+    fn write_and_edit_report_a_line_diff() {
+        use crate::tools::outcome::ToolDetails;
+        let d = tempfile::tempdir().unwrap();
+        let edit = |added, removed| ToolDetails::FileEdit { added, removed };
+        let o = go(
+            "write_file",
+            json!({"path": "n.txt", "content": "a\nb\nc"}),
+            d.path(),
+        );
+        assert_eq!(
+            o.details,
+            edit(3, 0),
+            "a new file counts all its lines as added"
+        );
+        let o = go(
+            "write_file",
+            json!({"path": "n.txt", "content": "a\nB\nc"}),
+            d.path(),
+        );
+        assert_eq!(o.details, edit(1, 1), "an overwrite diffs");
+        let o = go(
+            "edit_file",
+            json!({"path": "n.txt", "old": "a\n", "new": ""}),
+            d.path(),
+        );
+        assert_eq!(o.details, edit(0, 1));
+        let o = go(
+            "edit_file",
+            json!({"path": "n.txt", "old": "zzz", "new": ""}),
+            d.path(),
+        );
+        assert_eq!(o.details, ToolDetails::None, "a failure has no counts");
     }
 
     #[test]
