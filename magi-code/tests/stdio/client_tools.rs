@@ -333,3 +333,52 @@ fn the_input_bound_at_its_edge() {
     assert_eq!(fin["data"]["outcome"], "completed");
     s.shutdown_ok("bye");
 }
+
+#[test]
+fn with_tool_cards_too_a_client_call_gets_a_client_card_and_both_descriptors() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("call_C", "open_tab", r#"{"url":"https://example.com"}"#),
+        chat_text(&["Opened."]),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+    }));
+    let mut s = env.spawn();
+    let init = s.call(
+        "init",
+        "initialize",
+        &json!({"required_capabilities": ["client.tools", "tool.cards"], "client_tools": [open_tab()]}),
+    );
+    let ext = &result(&init)["extensions"];
+    assert_eq!(ext["client.tools"]["tools"], json!(["open_tab"]));
+    assert_eq!(ext["tool.cards"]["card_bytes"], 4096);
+    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run_id = start_turn(&mut s, &sid);
+    let (call, seen) = until(&mut s, is_event("client.tool.call"));
+    let card = seen
+        .iter()
+        .find(|f| f["event"] == "tool.card")
+        .expect("a running card before the call");
+    assert_eq!(card["data"]["card"]["kind"], "client");
+    assert_eq!(card["data"]["card"]["name"], "open_tab");
+    assert_eq!(card["data"]["card"]["status"], "running");
+    let answer = s.call(
+        "r",
+        "client.tool.result",
+        &json!({"session_id": sid, "run_id": run_id, "call_id": call["data"]["call_id"], "ok": true, "output": "done"}),
+    );
+    assert_eq!(result(&answer)["recorded"], true);
+    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    assert_eq!(fin["data"]["outcome"], "completed");
+    let done = seen
+        .iter()
+        .find(|f| f["event"] == "tool.card")
+        .expect("a final card");
+    assert_eq!(done["data"]["card"]["status"], "completed");
+    assert_eq!(done["data"]["card"]["kind"], "client");
+}
