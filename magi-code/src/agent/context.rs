@@ -2,6 +2,7 @@
 //! the tool list.
 
 use crate::history::{Item, ToolSpec};
+use crate::mcp::McpHub;
 use crate::runtime::Runtime;
 use crate::session::SessionState;
 use protocol_core::ErrorCode;
@@ -34,8 +35,14 @@ pub fn instructions(rt: &Runtime) -> String {
     }
 }
 
-/// The tools offered to the model.
+/// The tools offered to the model: the built-ins, then the MCP servers' tools.
 #[must_use]
-pub fn tools() -> Vec<ToolSpec> {
-    crate::tools::specs()
+pub fn tools(mcp: Option<&McpHub>) -> Vec<ToolSpec> {
+    let mut specs = crate::tools::specs();
+    specs.extend(mcp.into_iter().flat_map(McpHub::tools).map(|t| ToolSpec {
+        name: t.name.clone(),
+        description: t.description.clone(),
+        input_schema: t.input_schema.clone(),
+    }));
+    specs
 }

@@ -1,9 +1,10 @@
 //! One tool call of a run: policy, approval, execution, and its activity events and records.
 
 use super::approvals::{Decision, APPROVAL_EXPIRY};
-use super::emit::RunOutput;
+use super::emit::{RunOutput, TurnCtx};
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
+use crate::mcp::McpHub;
 use crate::tools::outcome::bound_output;
 use crate::tools::{self, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
@@ -78,7 +79,7 @@ pub fn prepare(
     let ctx = out.ctx;
     let activity_id = format!("t-{}", uuid::Uuid::new_v4().simple());
     let shown = safe_name(name).unwrap_or_else(|| "tool".into());
-    let described = bounded(&tools::describe(name, input), SUMMARY_BYTES);
+    let described = bounded(&describe(ctx, name, input), SUMMARY_BYTES);
     let (event, record) = activity(
         out,
         &activity_id,
@@ -89,10 +90,11 @@ pub fn prepare(
     out.critical("activity", event);
     records.push(record);
     let settings = &ctx.rt.settings;
-    let policy = tools::class(name).map(|c| match c {
+    let policy = class_of(ctx, name).map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,
         ToolClass::Shell => settings.tool_shell,
+        ToolClass::Mcp => settings.tool_mcp,
     });
     let refused = match policy {
         None => Some("unknown tool"),
@@ -183,8 +185,51 @@ pub fn call(
     records: &mut Vec<Record>,
 ) -> ToolRun {
     let p = prepare(out, name, input, records);
-    let outcome = p
-        .may_run()
-        .then(|| tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel));
+    let outcome = p.may_run().then(|| match mcp_hub(out.ctx, name) {
+        Some(hub) => call_mcp(out, hub, name, input),
+        None => tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel),
+    });
     complete(out, p, outcome, records)
+}
+
+// ---- MCP tools (issue 8): class, description and dispatch of `mcp__<server>__<tool>` names.
+
+/// The hub offering the tool called `name`, if an MCP server does.
+fn mcp_hub<'a>(ctx: &'a TurnCtx<'_>, name: &str) -> Option<&'a McpHub> {
+    ctx.mcp.as_deref().filter(|h| h.find(name).is_some())
+}
+
+/// The policy class of `name`: a built-in's, `mcp` for an offered MCP tool.
+fn class_of(ctx: &TurnCtx<'_>, name: &str) -> Option<ToolClass> {
+    tools::class(name).or_else(|| mcp_hub(ctx, name).map(|_| ToolClass::Mcp))
+}
+
+/// The one-line description shown in activities and approvals.
+fn describe(ctx: &TurnCtx<'_>, name: &str, input: &Value) -> String {
+    if mcp_hub(ctx, name).is_some() {
+        let line = format!("{name} {input}").replace(['\n', '\r'], " ");
+        return sanitize_text(&line);
+    }
+    tools::describe(name, input)
+}
+
+/// Calls an MCP tool; a server found exited also gets a `mcp_server_exited` diagnostic.
+fn call_mcp(out: &mut RunOutput<'_>, hub: &McpHub, name: &str, input: &Value) -> ToolOutcome {
+    let done = hub.call(name, input, out.ctx.cancel);
+    if done.exited {
+        out.diagnostic(
+            "mcp_server_exited",
+            "an MCP server has exited; its tools fail",
+        );
+    }
+    let summary = match (done.result.ok, done.exited) {
+        (true, _) => "ok",
+        (false, true) => "server exited",
+        (false, false) => "error",
+    };
+    ToolOutcome {
+        ok: done.result.ok,
+        summary: summary.to_owned(),
+        output: bound_output(done.result.text, false),
+    }
 }

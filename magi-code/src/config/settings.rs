@@ -120,6 +120,8 @@ pub struct Settings {
     pub tool_write: Policy,
     /// Policy for the shell tool.
     pub tool_shell: Policy,
+    /// Policy for MCP servers' tools (`tools.mcp`, default ask).
+    pub tool_mcp: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
 }
@@ -144,6 +146,7 @@ impl Default for Settings {
             tool_read: Policy::Allow,
             tool_write: Policy::Ask,
             tool_shell: Policy::Ask,
+            tool_mcp: Policy::Ask,
             retention_days: 30,
         }
     }
@@ -258,6 +261,19 @@ fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
     }
 }
 
+/// A project's `mcp.servers.<name>` replaces the global definition of that name whole (it
+/// needs its own approval), rather than merging into it key by key.
+fn replace_mcp_servers(merged: &mut Map<String, Value>, project: &Map<String, Value>) {
+    let Some(Value::Object(over)) = project.get("mcp").and_then(|m| m.get("servers")) else {
+        return;
+    };
+    if let Some(Value::Object(servers)) = merged.get_mut("mcp").and_then(|m| m.get_mut("servers")) {
+        for (name, def) in over {
+            servers.insert(name.clone(), def.clone());
+        }
+    }
+}
+
 /// Validates the shape of one settings object (global or project) on its own.
 fn check_shape(m: &Map<String, Value>) -> R<()> {
     let top = Value::Object(m.clone());
@@ -293,6 +309,7 @@ pub fn load(
     interpret(&project, false)?;
     let mut merged = global.clone();
     merge(&mut merged, &project);
+    replace_mcp_servers(&mut merged, &project);
     let mut s = interpret(&merged, true)?;
     // Only global settings can approve an MCP server definition.
     s.mcp_approved = match global.get("mcp").and_then(|m| m.get("approved")) {
@@ -467,7 +484,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
     }
     if let Some(v) = m.get("tools") {
-        let t = obj(v, &["shell", "write", "read"])?;
+        let t = obj(v, &["shell", "write", "read", "mcp"])?;
         if let Some(p) = t.get("read") {
             s.tool_read = policy(p)?;
         }
@@ -476,6 +493,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
         if let Some(p) = t.get("shell") {
             s.tool_shell = policy(p)?;
+        }
+        if let Some(p) = t.get("mcp") {
+            s.tool_mcp = policy(p)?;
         }
     }
     if let Some(v) = m.get("retention_days") {
@@ -518,6 +538,28 @@ mod tests {
         assert_eq!(s.scripted_script.as_deref(), Some("/a"));
         assert_eq!(s.startup_delay_ms, 5);
         assert_eq!(s.mcp_approved, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn a_project_mcp_server_replaces_the_global_one_whole_and_tools_mcp_is_a_policy() {
+        let g = m(json!({"mcp":{"servers":{
+            "fs":{"command":"node","args":["a"],"env":{"K":"v"},"enabled":true},
+            "other":{"command":"x"}}}}));
+        let p = m(json!({"mcp":{"servers":{"fs":{"command":"deno"}}},"tools":{"mcp":"allow"}}));
+        let s = load(g, p).unwrap();
+        // Not merged key by key: the global args, env and enabled are gone.
+        assert_eq!(
+            s.mcp_servers["fs"].canonical,
+            r#"{"command":"deno","name":"fs"}"#
+        );
+        assert!(!s.mcp_servers["fs"].enabled);
+        assert_eq!(
+            s.mcp_servers["other"].canonical,
+            r#"{"command":"x","name":"other"}"#
+        );
+        assert_eq!(s.tool_mcp, Policy::Allow);
+        assert_eq!(load(None, None).unwrap().tool_mcp, Policy::Ask);
+        assert!(load(m(json!({"tools":{"mcp":"sometimes"}})), None).is_err());
     }
 
     #[test]

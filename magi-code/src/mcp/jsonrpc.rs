@@ -235,7 +235,7 @@ pub fn fuzz(data: &[u8]) {
     }
     for line in data.split(|b| *b == b'\n') {
         if let Ok(Incoming::Response { id, .. }) = s.handle_line(line) {
-            assert!(id >= 1 && id <= 3);
+            assert!((1..=3).contains(&id));
         }
         assert!(s.outstanding() <= MAX_OUTSTANDING);
     }

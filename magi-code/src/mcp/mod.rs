@@ -6,7 +6,7 @@ pub mod jsonrpc;
 pub mod protocol;
 pub mod server;
 
-use self::protocol::{McpResult, RemoteTool};
+use self::protocol::{Malformed, McpResult, RemoteTool};
 use self::server::{CallError, Definition, Server};
 use crate::util::cancel::Cancel;
 use serde_json::{json, Value};
@@ -97,8 +97,8 @@ impl std::fmt::Debug for McpHub {
 /// Follows `tools/list` pages through `fetch(cursor)` up to [`protocol::MAX_PAGES`] pages and
 /// [`protocol::MAX_TOOLS`] tools (the rest are dropped).
 pub fn collect_pages(
-    mut fetch: impl FnMut(Option<&str>) -> Result<Value, ()>,
-) -> Result<Vec<RemoteTool>, ()> {
+    mut fetch: impl FnMut(Option<&str>) -> Result<Value, Malformed>,
+) -> Result<Vec<RemoteTool>, Malformed> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..protocol::MAX_PAGES {
@@ -117,6 +117,9 @@ pub fn collect_pages(
     Ok(tools)
 }
 
+/// One server's start: the child if it spawned, and its tools if the handshake succeeded.
+type Started = (Option<Server>, Result<Vec<RemoteTool>, Malformed>);
+
 /// Spawn, handshake and list tools of one server by `deadline`. The server is returned even
 /// on failure so it can be torn down.
 fn start_one(
@@ -125,9 +128,9 @@ fn start_one(
     hide: &[String],
     deadline: Instant,
     cancel: &Cancel,
-) -> (Option<Server>, Result<Vec<RemoteTool>, ()>) {
+) -> Started {
     let Ok(srv) = Server::spawn(def, cwd, hide) else {
-        return (None, Err(()));
+        return (None, Err(Malformed));
     };
     let listed = (|| {
         let init = srv
@@ -137,12 +140,12 @@ fn start_one(
                 deadline,
                 cancel,
             )
-            .map_err(|_| ())?;
-        protocol::accepted_version(&init).ok_or(())?;
+            .map_err(|_| Malformed)?;
+        protocol::accepted_version(&init).ok_or(Malformed)?;
         srv.notify("notifications/initialized", json!({}));
         collect_pages(|c| {
             srv.request("tools/list", protocol::list_params(c), deadline, cancel)
-                .map_err(|_| ())
+                .map_err(|_| Malformed)
         })
     })();
     (Some(srv), listed)
@@ -188,27 +191,26 @@ impl McpHub {
         let a = abort.clone();
         let _hook = cancel.on_cancel(move || a.cancel());
         let deadline = Instant::now() + START_TIMEOUT;
-        let results: Vec<(Option<Server>, Result<Vec<RemoteTool>, ()>)> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = defs
-                    .iter()
-                    .map(|d| {
-                        let abort = &abort;
-                        scope.spawn(move || {
-                            let r = start_one(d, cwd, hide, deadline, abort);
-                            if r.1.is_err() {
-                                // One failure fails startup: stop waiting on the others.
-                                abort.cancel();
-                            }
-                            r
-                        })
+        let results: Vec<Started> = std::thread::scope(|scope| {
+            let handles: Vec<_> = defs
+                .iter()
+                .map(|d| {
+                    let abort = &abort;
+                    scope.spawn(move || {
+                        let r = start_one(d, cwd, hide, deadline, abort);
+                        if r.1.is_err() {
+                            // One failure fails startup: stop waiting on the others.
+                            abort.cancel();
+                        }
+                        r
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or((None, Err(()))))
-                    .collect()
-            });
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or((None, Err(Malformed))))
+                .collect()
+        });
         let failed = cancel.is_cancelled() || results.iter().any(|r| r.1.is_err());
         let mut servers = HashMap::new();
         let mut listed = Vec::new();

@@ -14,6 +14,10 @@ pub const MAX_PAGES: usize = 100;
 /// Longest tool description kept (bytes); longer ones are cut.
 pub const DESCRIPTION_BYTES: usize = 4096;
 
+/// A server's answer or exchange could not be used (its detail is never shown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed;
+
 /// One tool a server lists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteTool {
@@ -62,8 +66,11 @@ pub fn list_params(cursor: Option<&str>) -> Value {
 
 /// One `tools/list` page: its tools (entries without a string name are skipped) and the
 /// cursor of the next page. Err when the answer has no `tools` array.
-pub fn parse_tools_page(result: &Value) -> Result<(Vec<RemoteTool>, Option<String>), ()> {
-    let tools = result.get("tools").and_then(Value::as_array).ok_or(())?;
+pub fn parse_tools_page(result: &Value) -> Result<(Vec<RemoteTool>, Option<String>), Malformed> {
+    let tools = result
+        .get("tools")
+        .and_then(Value::as_array)
+        .ok_or(Malformed)?;
     let parsed = tools
         .iter()
         .filter_map(|t| {

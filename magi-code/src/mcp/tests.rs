@@ -66,7 +66,7 @@ fn paging_follows_next_cursor_and_stops_at_its_bounds() {
         Ok(match c {
             None => page(2, Some("p2")),
             Some("p2") => page(3, None),
-            _ => return Err(()),
+            _ => return Err(Malformed),
         })
     })
     .unwrap();
@@ -93,7 +93,7 @@ fn paging_follows_next_cursor_and_stops_at_its_bounds() {
     assert!(got.is_empty());
     assert_eq!(calls, protocol::MAX_PAGES);
 
-    assert!(collect_pages(|_| Err(())).is_err());
+    assert!(collect_pages(|_| Err(Malformed)).is_err());
     assert!(collect_pages(|_| Ok(json!({"no": "tools"}))).is_err());
 }
 

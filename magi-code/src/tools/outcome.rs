@@ -22,6 +22,8 @@ pub enum ToolClass {
     Write,
     /// Runs a command: `shell`.
     Shell,
+    /// A tool of an MCP server (`mcp__<server>__<tool>`).
+    Mcp,
 }
 
 /// What a tool run produced.

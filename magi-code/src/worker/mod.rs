@@ -17,6 +17,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// How long after cleanup begins MCP servers must be gone: inside the 2,000 ms cleanup wait,
+/// with room for the rest of cleanup.
+const MCP_TEARDOWN: std::time::Duration =
+    std::time::Duration::from_millis(protocol_core::limits::CLEANUP_WAIT_MS - 300);
+
 struct Running {
     cancel: Arc<Cancel>,
     handle: JoinHandle<()>,
@@ -77,7 +82,11 @@ impl Workers {
         let handle = Self::spawn("mc-init", move || {
             let outcome = catch_unwind(AssertUnwindSafe(|| startup::run(&env, &c, &capabilities)));
             let ev = match outcome {
-                Ok(Ok(runtime)) => {
+                Ok(Ok(startup::Admitted { runtime, mcp })) => {
+                    *shared
+                        .mcp
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = mcp.map(Arc::new);
                     // The startup selection is stored once, so every later view and
                     // `selection.set` check sees the revision this readiness reports.
                     let mut st = shared.sessions();
@@ -177,6 +186,7 @@ impl Workers {
                 };
                 let ctx = TurnCtx {
                     rt,
+                    mcp: shared.mcp(),
                     session: &shared.sessions,
                     approvals: &shared.approvals,
                     sink: &s,
@@ -221,9 +231,14 @@ impl Workers {
         }
         let s = sink.clone();
         let shared = self.shared.clone();
+        let mcp_deadline = std::time::Instant::now() + MCP_TEARDOWN;
         let joined = Self::spawn("mc-cleanup", move || {
             for h in handles {
                 let _ = h.join();
+            }
+            // MCP servers stop after the runs that call them, within the cleanup wait.
+            if let Some(hub) = shared.mcp() {
+                hub.shutdown(mcp_deadline);
             }
             // Leases are released only after every worker stopped.
             let mut st = shared.sessions();
