@@ -12,6 +12,7 @@ mod chat_cli;
 mod harness;
 mod http;
 mod launch;
+mod mcp;
 mod refresh;
 mod replay_cli;
 mod selection;
