@@ -233,12 +233,13 @@ impl Workers {
         let shared = self.shared.clone();
         let mcp_deadline = std::time::Instant::now() + MCP_TEARDOWN;
         let joined = Self::spawn("mc-cleanup", move || {
-            for h in handles {
+            // MCP servers stop beside the cancelled workers, not after them: a worker blocked
+            // writing to a server that stopped reading is freed when that server dies.
+            let mcp = shared
+                .mcp()
+                .and_then(|hub| Self::spawn("mc-mcp-teardown", move || hub.shutdown(mcp_deadline)));
+            for h in handles.into_iter().chain(mcp) {
                 let _ = h.join();
-            }
-            // MCP servers stop after the runs that call them, within the cleanup wait.
-            if let Some(hub) = shared.mcp() {
-                hub.shutdown(mcp_deadline);
             }
             // Leases are released only after every worker stopped.
             let mut st = shared.sessions();
