@@ -475,6 +475,50 @@ fn a_server_exiting_mid_call_fails_that_call_and_later_ones_and_the_run_goes_on(
 }
 
 #[test]
+fn cancelling_a_turn_mid_call_sends_notifications_cancelled_and_returns_at_once() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let def = fake_with_pidfile("ok", &pidfile);
+    let script = env.root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"steps": [{"tool": {"name": "mcp__fake__hang", "input": {}}}]}]})
+            .to_string(),
+    )
+    .unwrap();
+    env.write_global_settings(&json!({
+        "model": "script", "providers": {"scripted": {"script": script}},
+        "tools": {"mcp": "allow"},
+        "mcp": mcp_settings(&[("fake", &def)], true),
+    }));
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    let run_id = turn(&mut s, &sid);
+    until(&mut s, |f| {
+        f["event"] == "activity" && f["data"]["state"] == "started"
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until(&mut s, finished);
+    let took = t0.elapsed();
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let log = pidfile.with_extension("pid.cancelled");
+    let t1 = Instant::now();
+    while !log.exists() && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Requests 1 and 2 were initialize and tools/list, 3 the second page: the call is 4.
+    assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), "4 cancelled");
+    s.shutdown_ok("bye");
+}
+
+#[test]
 fn teardown_of_a_server_ignoring_eof_and_sigterm_ends_within_the_cleanup_wait() {
     let env = Env::new();
     let pidfile = env.root.join("fake.pid");
