@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod discovery;
 pub mod history;
+pub mod mcp;
 pub mod providers;
 pub mod runtime;
 pub mod serve;

@@ -15,7 +15,13 @@ const TARGETS: [(&str, Target); 3] = [
 ];
 
 /// Corpora of magi-code's provider targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs`.
-const MAGI_CODE_TARGETS: [&str; 4] = ["sse", "anthropic", "openai_chat", "openai_responses"];
+const MAGI_CODE_TARGETS: [&str; 5] = [
+    "sse",
+    "anthropic",
+    "openai_chat",
+    "openai_responses",
+    "mcp_jsonrpc",
+];
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")

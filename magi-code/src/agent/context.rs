@@ -2,6 +2,7 @@
 //! the tool list.
 
 use crate::history::{Item, ToolSpec};
+use crate::mcp::McpHub;
 use crate::runtime::Runtime;
 use crate::session::SessionState;
 use protocol_core::ErrorCode;
@@ -34,10 +35,16 @@ pub fn instructions(rt: &Runtime) -> String {
     }
 }
 
-/// The tools offered to the model: the built-ins, then the client's (`client.tools`).
+/// The tools offered to the model: the built-ins, then the MCP servers' tools, then the
+/// client's (`client.tools`).
 #[must_use]
-pub fn tools(rt: &Runtime) -> Vec<ToolSpec> {
+pub fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
     let mut specs = crate::tools::specs();
+    specs.extend(mcp.into_iter().flat_map(McpHub::tools).map(|t| ToolSpec {
+        name: t.name.clone(),
+        description: t.description.clone(),
+        input_schema: t.input_schema.clone(),
+    }));
     specs.extend(rt.client_tools.iter().map(|t| ToolSpec {
         name: t.name.clone(),
         description: t.description.clone(),

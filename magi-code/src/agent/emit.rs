@@ -21,6 +21,8 @@ pub const CRITICAL_WAIT: Duration =
 pub struct TurnCtx<'a> {
     /// The admitted runtime.
     pub rt: Runtime,
+    /// The connected MCP servers, if any.
+    pub mcp: Option<std::sync::Arc<crate::mcp::McpHub>>,
     /// The session state, shared with the session worker.
     pub session: &'a Mutex<SessionState>,
     /// Approvals of the active run, answered from the protocol loop.

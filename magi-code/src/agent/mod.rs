@@ -70,7 +70,7 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
     });
     let mut out = RunOutput::new(ctx, session_id, run_id);
     let instructions = context::instructions(rt);
-    let tools = context::tools(rt);
+    let tools = context::tools(rt, ctx.mcp.as_deref());
     let effort = selection.effective_effort();
     let params = LoopParams {
         provider: &selection.provider,

@@ -2,9 +2,10 @@
 
 use super::approvals::{Decision, APPROVAL_EXPIRY};
 use super::client_tool;
-use super::emit::RunOutput;
+use super::emit::{RunOutput, TurnCtx};
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
+use crate::mcp::McpHub;
 use crate::tools::outcome::bound_output;
 use crate::tools::{self, Card, CardStatus, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
@@ -101,7 +102,7 @@ pub fn prepare(
         // The client's tool: its name is the description (the input is the client's).
         shown.clone()
     } else {
-        bounded(&tools::describe(name, input), SUMMARY_BYTES)
+        bounded(&describe(ctx, name, input), SUMMARY_BYTES)
     };
     let (event, record) = activity(
         out,
@@ -125,12 +126,13 @@ pub fn prepare(
         records,
     );
     let settings = &ctx.rt.settings;
-    let class = tools::class(name).or_else(|| client.then_some(ToolClass::Client));
+    let class = class_of(ctx, name).or_else(|| client.then_some(ToolClass::Client));
     let policy = class.map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,
         ToolClass::Shell => settings.tool_shell,
         ToolClass::Client => settings.tool_client,
+        ToolClass::Mcp => settings.tool_mcp,
     });
     let refused = match policy {
         None => Some("unknown tool"),
@@ -234,8 +236,53 @@ pub fn call(
     } else if client_tool::is_client_tool(&out.ctx.rt, name) {
         // Dispatch point for `client.tools`: the client runs it, never the backend.
         Some(client_tool::run(out, name, input))
+    } else if let Some(hub) = mcp_hub(out.ctx, name) {
+        Some(call_mcp(out, hub, name, input))
     } else {
         Some(tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel))
     };
     complete(out, p, outcome, records)
+}
+
+// ---- MCP tools (issue 8): class, description and dispatch of `mcp__<server>__<tool>` names.
+
+/// The hub offering the tool called `name`, if an MCP server does.
+fn mcp_hub<'a>(ctx: &'a TurnCtx<'_>, name: &str) -> Option<&'a McpHub> {
+    ctx.mcp.as_deref().filter(|h| h.find(name).is_some())
+}
+
+/// The policy class of `name`: a built-in's, `mcp` for an offered MCP tool.
+fn class_of(ctx: &TurnCtx<'_>, name: &str) -> Option<ToolClass> {
+    tools::class(name).or_else(|| mcp_hub(ctx, name).map(|_| ToolClass::Mcp))
+}
+
+/// The one-line description shown in activities and approvals.
+fn describe(ctx: &TurnCtx<'_>, name: &str, input: &Value) -> String {
+    if mcp_hub(ctx, name).is_some() {
+        let line = format!("{name} {input}").replace(['\n', '\r'], " ");
+        return sanitize_text(&line);
+    }
+    tools::describe(name, input)
+}
+
+/// Calls an MCP tool; a server found exited also gets a `mcp_server_exited` diagnostic.
+fn call_mcp(out: &mut RunOutput<'_>, hub: &McpHub, name: &str, input: &Value) -> ToolOutcome {
+    let done = hub.call(name, input, out.ctx.cancel);
+    if done.exited {
+        out.diagnostic(
+            "mcp_server_exited",
+            "an MCP server has exited; its tools fail",
+        );
+    }
+    let summary = match (done.result.ok, done.exited) {
+        (true, _) => "ok",
+        (false, true) => "server exited",
+        (false, false) => "error",
+    };
+    ToolOutcome {
+        ok: done.result.ok,
+        summary: summary.to_owned(),
+        output: bound_output(done.result.text, false),
+        details: tools::ToolDetails::None,
+    }
 }

@@ -122,6 +122,8 @@ pub struct Settings {
     pub tool_shell: Policy,
     /// Policy for `client.tools` tools (run by the client).
     pub tool_client: Policy,
+    /// Policy for MCP servers' tools (`tools.mcp`, default ask).
+    pub tool_mcp: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
 }
@@ -147,6 +149,7 @@ impl Default for Settings {
             tool_write: Policy::Ask,
             tool_shell: Policy::Ask,
             tool_client: Policy::Allow,
+            tool_mcp: Policy::Ask,
             retention_days: 30,
         }
     }
@@ -261,6 +264,19 @@ fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
     }
 }
 
+/// A project's `mcp.servers.<name>` replaces the global definition of that name whole (it
+/// needs its own approval), rather than merging into it key by key.
+fn replace_mcp_servers(merged: &mut Map<String, Value>, project: &Map<String, Value>) {
+    let Some(Value::Object(over)) = project.get("mcp").and_then(|m| m.get("servers")) else {
+        return;
+    };
+    if let Some(Value::Object(servers)) = merged.get_mut("mcp").and_then(|m| m.get_mut("servers")) {
+        for (name, def) in over {
+            servers.insert(name.clone(), def.clone());
+        }
+    }
+}
+
 /// Validates the shape of one settings object (global or project) on its own.
 fn check_shape(m: &Map<String, Value>) -> R<()> {
     let top = Value::Object(m.clone());
@@ -296,6 +312,7 @@ pub fn load(
     interpret(&project, false)?;
     let mut merged = global.clone();
     merge(&mut merged, &project);
+    replace_mcp_servers(&mut merged, &project);
     let mut s = interpret(&merged, true)?;
     // Only global settings can approve an MCP server definition.
     s.mcp_approved = match global.get("mcp").and_then(|m| m.get("approved")) {
@@ -470,7 +487,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
     }
     if let Some(v) = m.get("tools") {
-        let t = obj(v, &["shell", "write", "read", "client"])?;
+        let t = obj(v, &["shell", "write", "read", "client", "mcp"])?;
         if let Some(p) = t.get("read") {
             s.tool_read = policy(p)?;
         }
@@ -482,6 +499,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
         if let Some(p) = t.get("client") {
             s.tool_client = policy(p)?;
+        }
+        if let Some(p) = t.get("mcp") {
+            s.tool_mcp = policy(p)?;
         }
     }
     if let Some(v) = m.get("retention_days") {
@@ -524,6 +544,28 @@ mod tests {
         assert_eq!(s.scripted_script.as_deref(), Some("/a"));
         assert_eq!(s.startup_delay_ms, 5);
         assert_eq!(s.mcp_approved, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn a_project_mcp_server_replaces_the_global_one_whole_and_tools_mcp_is_a_policy() {
+        let g = m(json!({"mcp":{"servers":{
+            "fs":{"command":"node","args":["a"],"env":{"K":"v"},"enabled":true},
+            "other":{"command":"x"}}}}));
+        let p = m(json!({"mcp":{"servers":{"fs":{"command":"deno"}}},"tools":{"mcp":"allow"}}));
+        let s = load(g, p).unwrap();
+        // Not merged key by key: the global args, env and enabled are gone.
+        assert_eq!(
+            s.mcp_servers["fs"].canonical,
+            r#"{"command":"deno","name":"fs"}"#
+        );
+        assert!(!s.mcp_servers["fs"].enabled);
+        assert_eq!(
+            s.mcp_servers["other"].canonical,
+            r#"{"command":"x","name":"other"}"#
+        );
+        assert_eq!(s.tool_mcp, Policy::Allow);
+        assert_eq!(load(None, None).unwrap().tool_mcp, Policy::Ask);
+        assert!(load(m(json!({"tools":{"mcp":"sometimes"}})), None).is_err());
     }
 
     #[test]

@@ -5,12 +5,14 @@ pub mod env;
 
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};
 
-use crate::config::{instructions, settings};
+use crate::config::{instructions, settings, Settings};
+use crate::mcp::{self, server::Definition, McpHub, StartError};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
 use protocol_core::{ClientToolDef, ErrorCode};
 use std::fs;
+use std::path::Path;
 use std::time::Duration;
 
 /// A startup failure with what was known before it.
@@ -29,6 +31,62 @@ fn fail(code: ErrorCode) -> Failure {
     }
 }
 
+/// What initialization admitted: the runtime and the connected MCP servers (kept apart
+/// because `runtime.rs` sits below `mcp/` in the import direction).
+#[derive(Debug)]
+pub struct Admitted {
+    /// The runtime snapshot.
+    pub runtime: Runtime,
+    /// The connected servers, None when none is enabled.
+    pub mcp: Option<McpHub>,
+}
+
+/// The enabled servers' definitions, each approved by its digest in global settings (the
+/// settings loader drops project approvals, decision 34); Err if one is not.
+fn approved_servers(settings: &Settings) -> Result<Vec<Definition>, ()> {
+    settings
+        .mcp_servers
+        .values()
+        .filter(|s| s.enabled)
+        .map(|s| {
+            let approved = settings.mcp_approved.contains(&mcp::digest(&s.canonical));
+            approved
+                .then(|| Definition::from_canonical(&s.canonical))
+                .flatten()
+                .ok_or(())
+        })
+        .collect()
+}
+
+/// Provider key variables no server inherits: the built-ins' and every configured one's.
+fn hidden_vars(settings: &Settings) -> Vec<String> {
+    let mut v = vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()];
+    v.extend(
+        settings
+            .compat
+            .values()
+            .filter_map(|c| c.api_key_env.clone()),
+    );
+    v
+}
+
+/// Starts the approved enabled servers (all at once), None when none is enabled.
+fn start_mcp(
+    settings: &Settings,
+    cwd: &Path,
+    cancel: &Cancel,
+) -> Result<Option<McpHub>, ErrorCode> {
+    let defs = approved_servers(settings).map_err(|()| ErrorCode::McpUnavailable)?;
+    if defs.is_empty() {
+        return Ok(None);
+    }
+    match McpHub::start_all(&defs, cwd, &hidden_vars(settings), cancel) {
+        Ok(hub) => Ok(Some(hub)),
+        Err(StartError::Cancelled) => Err(ErrorCode::StartupCancelled),
+        Err(StartError::Unavailable) => Err(ErrorCode::McpUnavailable),
+    }
+}
+
 /// Runs initialization. `capabilities` are the negotiated names; `client_tools` the validated
 /// `client.tools` definitions, kept for the child's life.
 pub fn run(
@@ -36,7 +94,7 @@ pub fn run(
     cancel: &Cancel,
     capabilities: &[String],
     client_tools: &[ClientToolDef],
-) -> Result<Runtime, Failure> {
+) -> Result<Admitted, Failure> {
     let cwd = env
         .cwd
         .as_ref()
@@ -70,24 +128,22 @@ pub fn run(
         return Err(failed(ErrorCode::StartupCancelled));
     }
 
-    // MCP: an enabled server needs a global approval of its canonical definition
-    // (`mcp_digest`). Connecting to approved servers is not built yet, so any enabled server
-    // fails startup honestly rather than being skipped.
-    if settings.mcp_servers.values().any(|s| s.enabled) {
-        return Err(failed(ErrorCode::McpUnavailable));
-    }
-
     if !provider_ready(&settings, &root) {
         return Err(failed(ErrorCode::ProviderUnavailable));
     }
+    // Last, so nothing after it can fail and leave servers running.
+    let mcp = start_mcp(&settings, &cwd, cancel).map_err(failed)?;
 
-    Ok(Runtime {
-        root,
-        cwd,
-        settings,
-        context_id,
-        instructions,
-        client_tools: client_tools.to_vec(),
-        tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
+    Ok(Admitted {
+        runtime: Runtime {
+            root,
+            cwd,
+            settings,
+            context_id,
+            instructions,
+            client_tools: client_tools.to_vec(),
+            tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
+        },
+        mcp,
     })
 }

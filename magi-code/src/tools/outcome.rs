@@ -24,6 +24,8 @@ pub enum ToolClass {
     Shell,
     /// A tool of the `client.tools` extension, run by the client.
     Client,
+    /// A tool of an MCP server (`mcp__<server>__<tool>`).
+    Mcp,
 }
 
 /// What a tool run produced.

@@ -10,21 +10,29 @@ use std::collections::HashMap;
 pub const TOOL_NAME_BYTES: usize = 64;
 
 /// What runs a tool's calls, and so which policy class applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolKind {
     /// A built-in tool (`tools::run`) of this policy class.
     Builtin(ToolClass),
     /// A tool of the `client.tools` extension: the client runs it (class `client`).
     Client,
+    /// A tool of an MCP server, called through the hub (policy class `mcp`).
+    Mcp {
+        /// The server's name.
+        server: String,
+        /// The server's name for the tool.
+        tool: String,
+    },
 }
 
 impl ToolKind {
     /// The policy class of `tools` settings that governs this tool.
     #[must_use]
-    pub fn class(self) -> ToolClass {
+    pub fn class(&self) -> ToolClass {
         match self {
-            Self::Builtin(c) => c,
+            Self::Builtin(c) => *c,
             Self::Client => ToolClass::Client,
+            Self::Mcp { .. } => ToolClass::Mcp,
         }
     }
 }
@@ -94,13 +102,13 @@ impl ToolRegistry {
     /// The kind of the tool called `name`, None for a tool not offered.
     #[must_use]
     pub fn lookup(&self, name: &str) -> Option<ToolKind> {
-        self.by_name.get(name).map(|&k| self.kinds[k])
+        self.by_name.get(name).map(|&k| self.kinds[k].clone())
     }
 
     /// The policy class of the tool called `name`, None for a tool not offered.
     #[must_use]
     pub fn class(&self, name: &str) -> Option<ToolClass> {
-        self.lookup(name).map(ToolKind::class)
+        self.lookup(name).map(|k| k.class())
     }
 }
 
@@ -141,7 +149,7 @@ mod tests {
         );
         for name in names {
             assert_eq!(r.class(name), class(name), "{name}");
-            assert_eq!(r.lookup(name).map(ToolKind::class), class(name));
+            assert_eq!(r.lookup(name).map(|k| k.class()), class(name));
         }
         assert_eq!(r.lookup("shell"), Some(ToolKind::Builtin(ToolClass::Shell)));
         assert_eq!(
@@ -162,24 +170,33 @@ mod tests {
     fn added_tools_follow_in_order_with_valid_distinct_names() {
         let mut r = ToolRegistry::builtin();
         let kind = ToolKind::Builtin(ToolClass::Read);
-        assert_eq!(r.add(spec("mcp__fs__read"), kind), Ok(()));
+        assert_eq!(r.add(spec("mcp__fs__read"), kind.clone()), Ok(()));
         assert_eq!(r.specs().last().unwrap().name, "mcp__fs__read");
-        assert_eq!(r.lookup("mcp__fs__read"), Some(kind));
-        assert_eq!(r.add(spec("mcp__fs__read"), kind), Err(AddError::Duplicate));
-        assert_eq!(r.add(spec("shell"), kind), Err(AddError::Duplicate));
+        assert_eq!(r.lookup("mcp__fs__read"), Some(kind.clone()));
+        let mcp = ToolKind::Mcp {
+            server: "fs".into(),
+            tool: "write".into(),
+        };
+        assert_eq!(r.add(spec("mcp__fs__write"), mcp), Ok(()));
+        assert_eq!(r.class("mcp__fs__write"), Some(ToolClass::Mcp));
+        assert_eq!(
+            r.add(spec("mcp__fs__read"), kind.clone()),
+            Err(AddError::Duplicate)
+        );
+        assert_eq!(r.add(spec("shell"), kind.clone()), Err(AddError::Duplicate));
         // The name bound at its edge.
         let longest = "a".repeat(TOOL_NAME_BYTES);
-        assert_eq!(r.add(spec(&longest), kind), Ok(()));
+        assert_eq!(r.add(spec(&longest), kind.clone()), Ok(()));
         let over = "b".repeat(TOOL_NAME_BYTES + 1);
-        assert_eq!(r.add(spec(&over), kind), Err(AddError::InvalidName));
+        assert_eq!(r.add(spec(&over), kind.clone()), Err(AddError::InvalidName));
         for bad in ["", "a b", "a.b", "é", "a/b", "a\n"] {
             assert_eq!(
-                r.add(spec(bad), kind),
+                r.add(spec(bad), kind.clone()),
                 Err(AddError::InvalidName),
                 "{bad:?}"
             );
         }
-        assert_eq!(r.add(spec("A-z_09"), kind), Ok(()));
+        assert_eq!(r.add(spec("A-z_09"), kind.clone()), Ok(()));
         assert_eq!(r.add(spec("open_tab"), ToolKind::Client), Ok(()));
         assert_eq!(r.class("open_tab"), Some(ToolClass::Client));
         assert_eq!(r.specs().len(), 10);

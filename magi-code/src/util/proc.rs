@@ -144,9 +144,18 @@ pub fn captured(cap: &Mutex<Capture>) -> Captured {
 }
 
 /// SIGKILLs the process group that `process_group(0)` made for the child (pgid = its pid).
+pub fn kill_group(pid: u32) {
+    signal_group(pid, libc::SIGKILL);
+}
+
+/// SIGTERMs that process group: a polite stop before [`kill_group`].
+pub fn term_group(pid: u32) {
+    signal_group(pid, libc::SIGTERM);
+}
+
 // The one unsafe call of the crate: libc::kill has no safe std equivalent for a group.
 #[allow(unsafe_code)]
-pub fn kill_group(pid: u32) {
+fn signal_group(pid: u32, sig: libc::c_int) {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
     };
@@ -157,7 +166,7 @@ pub fn kill_group(pid: u32) {
     // SAFETY: kill(2) takes two integers and touches no memory of this process; the negative
     // pid names only the child's own process group.
     unsafe {
-        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(-pid, sig);
     }
 }
 

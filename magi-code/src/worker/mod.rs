@@ -19,6 +19,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// How long after cleanup begins MCP servers must be gone: inside the 2,000 ms cleanup wait,
+/// with room for the rest of cleanup.
+const MCP_TEARDOWN: std::time::Duration =
+    std::time::Duration::from_millis(protocol_core::limits::CLEANUP_WAIT_MS - 300);
+
 struct Running {
     cancel: Arc<Cancel>,
     handle: JoinHandle<()>,
@@ -86,7 +91,11 @@ impl Workers {
                 startup::run(&env, &c, &capabilities, &client_tools)
             }));
             let ev = match outcome {
-                Ok(Ok(runtime)) => {
+                Ok(Ok(startup::Admitted { runtime, mcp })) => {
+                    *shared
+                        .mcp
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = mcp.map(Arc::new);
                     // The startup selection is stored once, so every later view and
                     // `selection.set` check sees the revision this readiness reports.
                     let mut st = shared.sessions();
@@ -186,6 +195,7 @@ impl Workers {
                 };
                 let ctx = TurnCtx {
                     rt,
+                    mcp: shared.mcp(),
                     session: &shared.sessions,
                     approvals: &shared.approvals,
                     client_calls: &shared.client_calls,
@@ -231,8 +241,14 @@ impl Workers {
         }
         let s = sink.clone();
         let shared = self.shared.clone();
+        let mcp_deadline = std::time::Instant::now() + MCP_TEARDOWN;
         let joined = Self::spawn("mc-cleanup", move || {
-            for h in handles {
+            // MCP servers stop beside the cancelled workers, not after them: a worker blocked
+            // writing to a server that stopped reading is freed when that server dies.
+            let mcp = shared
+                .mcp()
+                .and_then(|hub| Self::spawn("mc-mcp-teardown", move || hub.shutdown(mcp_deadline)));
+            for h in handles.into_iter().chain(mcp) {
                 let _ = h.join();
             }
             // Leases are released only after every worker stopped.

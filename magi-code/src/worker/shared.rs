@@ -1,9 +1,10 @@
 //! State shared between the workers of one child.
 
 use crate::agent::{Approvals, ClientCalls};
+use crate::mcp::McpHub;
 use crate::runtime::Runtime;
 use crate::session::SessionState;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// State shared between workers.
 #[derive(Debug, Default)]
@@ -16,6 +17,8 @@ pub struct Shared {
     pub approvals: Approvals,
     /// Pending `client.tools` calls of the active run.
     pub client_calls: ClientCalls,
+    /// The connected MCP servers, once initialization started them.
+    pub mcp: Mutex<Option<Arc<McpHub>>>,
 }
 
 impl Shared {
@@ -23,6 +26,15 @@ impl Shared {
     #[must_use]
     pub fn runtime(&self) -> Option<Runtime> {
         self.runtime
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The connected MCP servers, if any.
+    #[must_use]
+    pub fn mcp(&self) -> Option<Arc<McpHub>> {
+        self.mcp
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()

@@ -8,11 +8,12 @@ use std::path::Path;
 /// A fuzz entry point.
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 4] = [
+const TARGETS: [(&str, Entry); 5] = [
     ("sse", fuzzing::sse),
     ("anthropic", fuzzing::anthropic),
     ("openai_chat", fuzzing::openai_chat),
     ("openai_responses", fuzzing::openai_responses),
+    ("mcp_jsonrpc", magi_code::mcp::jsonrpc::fuzz),
 ];
 
 /// Runs every file of `fuzz/<kind>/<target>` through `entry`; returns how many there were

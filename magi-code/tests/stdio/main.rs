@@ -13,6 +13,7 @@ mod client_tools;
 mod harness;
 mod http;
 mod launch;
+mod mcp;
 mod refresh;
 mod replay_cli;
 mod selection;

@@ -319,6 +319,12 @@ impl Server {
         got
     }
 
+    /// The child's process id.
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `initialize` requiring `status` and `shutdown`; asserts success and returns the result.
     #[track_caller]
     pub fn initialize(&mut self) -> Value {

@@ -1,0 +1,298 @@
+//! The user's MCP servers over stdio (`backend.md` "MCP servers"): started together at
+//! initialization, their tools offered as `mcp__<server>__<tool>`, called with a bound, and
+//! torn down within the cleanup wait. See `docs/mcp.md`.
+
+pub mod jsonrpc;
+pub mod protocol;
+pub mod server;
+
+use self::protocol::{Malformed, McpResult, RemoteTool};
+use self::server::{CallError, Definition, Server};
+use crate::util::cancel::Cancel;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Each server's bound for spawn, handshake and the whole `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound of one `tools/call`.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest offered name (the provider tool-name grammar).
+pub const NAME_BYTES: usize = 64;
+/// Teardown bound when startup gives up on the servers it started.
+const ABORT_TEARDOWN: Duration = Duration::from_millis(1500);
+
+/// The lowercase hex SHA-256 of a canonical definition: what `mcp.approved` lists.
+#[must_use]
+pub fn digest(canonical: &str) -> String {
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The name a server's tool is offered under, None when it is longer than [`NAME_BYTES`] or
+/// has a character outside `[A-Za-z0-9_-]`.
+#[must_use]
+pub fn offered_name(server: &str, tool: &str) -> Option<String> {
+    let name = format!("mcp__{server}__{tool}");
+    let valid = name.len() <= NAME_BYTES
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    valid.then_some(name)
+}
+
+/// Why the servers could not all be started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartError {
+    /// One failed to spawn, failed the handshake or timed out.
+    Unavailable,
+    /// Startup was cancelled.
+    Cancelled,
+}
+
+/// One offered MCP tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HubTool {
+    /// The offered name, `mcp__<server>__<tool>`.
+    pub name: String,
+    /// The server's name.
+    pub server: String,
+    /// The server's name for the tool.
+    pub tool: String,
+    /// Its description.
+    pub description: String,
+    /// Its input schema.
+    pub input_schema: Value,
+}
+
+/// What one call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutcome {
+    /// The result for the model.
+    pub result: McpResult,
+    /// Whether the server had exited (the caller emits `mcp_server_exited`).
+    pub exited: bool,
+}
+
+/// The connected servers of one child and their offered tools.
+pub struct McpHub {
+    servers: HashMap<String, Server>,
+    tools: Vec<HubTool>,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &self.servers.len())
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+/// Follows `tools/list` pages through `fetch(cursor)` up to [`protocol::MAX_PAGES`] pages and
+/// [`protocol::MAX_TOOLS`] tools (the rest are dropped).
+pub fn collect_pages(
+    mut fetch: impl FnMut(Option<&str>) -> Result<Value, Malformed>,
+) -> Result<Vec<RemoteTool>, Malformed> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..protocol::MAX_PAGES {
+        let page = fetch(cursor.as_deref())?;
+        let (more, next) = protocol::parse_tools_page(&page)?;
+        tools.extend(more);
+        if tools.len() >= protocol::MAX_TOOLS {
+            tools.truncate(protocol::MAX_TOOLS);
+            return Ok(tools);
+        }
+        match next {
+            Some(n) => cursor = Some(n),
+            None => return Ok(tools),
+        }
+    }
+    Ok(tools)
+}
+
+/// One server's start: the child if it spawned, and its tools if the handshake succeeded.
+type Started = (Option<Server>, Result<Vec<RemoteTool>, Malformed>);
+
+/// Spawn, handshake and list tools of one server by `deadline`. The server is returned even
+/// on failure so it can be torn down.
+fn start_one(
+    def: &Definition,
+    cwd: &Path,
+    hide: &[String],
+    deadline: Instant,
+    cancel: &Cancel,
+) -> Started {
+    let Ok(srv) = Server::spawn(def, cwd, hide) else {
+        return (None, Err(Malformed));
+    };
+    let listed = (|| {
+        let init = srv
+            .request(
+                "initialize",
+                protocol::initialize_params(),
+                deadline,
+                cancel,
+            )
+            .map_err(|_| Malformed)?;
+        protocol::accepted_version(&init).ok_or(Malformed)?;
+        srv.notify("notifications/initialized", json!({}));
+        collect_pages(|c| {
+            srv.request("tools/list", protocol::list_params(c), deadline, cancel)
+                .map_err(|_| Malformed)
+        })
+    })();
+    (Some(srv), listed)
+}
+
+/// Offered tools of every server, names longer than the bound, invalid or colliding left out.
+fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> Vec<HubTool> {
+    let all: Vec<HubTool> = listed
+        .into_iter()
+        .flat_map(|(server, tools)| {
+            tools.into_iter().filter_map(move |t| {
+                Some(HubTool {
+                    name: offered_name(&server, &t.name)?,
+                    server: server.clone(),
+                    tool: t.name,
+                    description: t.description,
+                    input_schema: t.input_schema,
+                })
+            })
+        })
+        .collect();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for t in &all {
+        *count.entry(t.name.as_str()).or_default() += 1;
+    }
+    let unique: Vec<bool> = all.iter().map(|t| count[t.name.as_str()] == 1).collect();
+    all.into_iter()
+        .zip(unique)
+        .filter_map(|(t, u)| u.then_some(t))
+        .collect()
+}
+
+impl McpHub {
+    /// Starts every server of `defs` at once, each within [`START_TIMEOUT`]; on any failure
+    /// or cancellation every started one is torn down.
+    pub fn start_all(
+        defs: &[Definition],
+        cwd: &Path,
+        hide: &[String],
+        cancel: &Cancel,
+    ) -> Result<Self, StartError> {
+        let abort = Arc::new(Cancel::default());
+        let a = abort.clone();
+        let _hook = cancel.on_cancel(move || a.cancel());
+        let deadline = Instant::now() + START_TIMEOUT;
+        let results: Vec<Started> = std::thread::scope(|scope| {
+            let handles: Vec<_> = defs
+                .iter()
+                .map(|d| {
+                    let abort = &abort;
+                    scope.spawn(move || {
+                        let r = start_one(d, cwd, hide, deadline, abort);
+                        if r.1.is_err() {
+                            // One failure fails startup: stop waiting on the others.
+                            abort.cancel();
+                        }
+                        r
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or((None, Err(Malformed))))
+                .collect()
+        });
+        let failed = cancel.is_cancelled() || results.iter().any(|r| r.1.is_err());
+        let mut servers = HashMap::new();
+        let mut listed = Vec::new();
+        for (def, (srv, tools)) in defs.iter().zip(results) {
+            if let Some(s) = srv {
+                servers.insert(def.name.clone(), s);
+            }
+            listed.push((def.name.clone(), tools.unwrap_or_default()));
+        }
+        let hub = Self {
+            servers,
+            tools: offer(listed),
+        };
+        if failed {
+            hub.shutdown(Instant::now() + ABORT_TEARDOWN);
+            return Err(if cancel.is_cancelled() {
+                StartError::Cancelled
+            } else {
+                StartError::Unavailable
+            });
+        }
+        Ok(hub)
+    }
+
+    /// The offered tools, in server-name then listing order.
+    #[must_use]
+    pub fn tools(&self) -> &[HubTool] {
+        &self.tools
+    }
+
+    /// The offered tool called `name`.
+    #[must_use]
+    pub fn find(&self, name: &str) -> Option<&HubTool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Calls the offered tool `name` with `arguments`, within [`CALL_TIMEOUT`], returning at
+    /// once on `cancel`.
+    pub fn call(&self, name: &str, arguments: &Value, cancel: &Cancel) -> CallOutcome {
+        let fail = |text: &str, exited| CallOutcome {
+            result: McpResult {
+                ok: false,
+                text: text.to_owned(),
+            },
+            exited,
+        };
+        let Some((t, srv)) = self
+            .find(name)
+            .and_then(|t| Some((t, self.servers.get(&t.server)?)))
+        else {
+            return fail("unknown tool", false);
+        };
+        let params = protocol::call_params(&t.tool, arguments);
+        match srv.request("tools/call", params, Instant::now() + CALL_TIMEOUT, cancel) {
+            Ok(v) => CallOutcome {
+                result: protocol::call_result(&v),
+                exited: false,
+            },
+            Err(CallError::Exited) => fail("the MCP server has exited", true),
+            Err(CallError::Timeout) => fail("the MCP server did not answer within 120 s", false),
+            Err(CallError::Cancelled) => fail("cancelled", false),
+            Err(CallError::Busy) => fail("too many MCP calls in flight", false),
+            Err(CallError::Rpc(e)) => fail(
+                &format!(
+                    "MCP error {}: {}",
+                    e.code,
+                    crate::util::text::bounded(&e.message, 1024)
+                ),
+                false,
+            ),
+        }
+    }
+
+    /// Tears every server down at once, all by `deadline`.
+    pub fn shutdown(&self, deadline: Instant) {
+        std::thread::scope(|scope| {
+            for s in self.servers.values() {
+                scope.spawn(move || s.shutdown(deadline));
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,123 @@
+use super::*;
+
+#[test]
+fn the_digest_is_lowercase_hex_sha256_of_the_canonical_bytes() {
+    // sha256("abc"), the FIPS 180-2 example.
+    assert_eq!(
+        digest("abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+}
+
+#[test]
+fn offered_names_are_at_most_64_bytes_of_the_tool_name_grammar() {
+    assert_eq!(
+        offered_name("fs", "read_text_file").as_deref(),
+        Some("mcp__fs__read_text_file")
+    );
+    // "mcp__" + "s" + "__" = 8 bytes, so a 56-byte tool name is the longest accepted.
+    let longest = "t".repeat(56);
+    assert_eq!(offered_name("s", &longest).map(|n| n.len()), Some(64));
+    assert_eq!(offered_name("s", &"t".repeat(57)), None);
+    assert_eq!(offered_name("s", "get.env"), None);
+    assert_eq!(offered_name("s", "a b"), None);
+    assert_eq!(
+        offered_name("s", "get-env").as_deref(),
+        Some("mcp__s__get-env")
+    );
+}
+
+fn tool(name: &str) -> RemoteTool {
+    RemoteTool {
+        name: name.to_owned(),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+    }
+}
+
+#[test]
+fn colliding_and_invalid_names_are_left_out() {
+    let offered = offer(vec![
+        ("a__b".into(), vec![tool("c"), tool("ok")]),
+        (
+            "a".into(),
+            vec![tool("b__c"), tool("x.y"), tool("dup"), tool("dup")],
+        ),
+    ]);
+    let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["mcp__a__b__ok"]);
+    assert_eq!(offered[0].server, "a__b");
+    assert_eq!(offered[0].tool, "ok");
+}
+
+fn page(n: usize, next: Option<&str>) -> Value {
+    let tools: Vec<Value> = (0..n).map(|i| json!({"name": format!("t{i}")})).collect();
+    match next {
+        Some(c) => json!({"tools": tools, "nextCursor": c}),
+        None => json!({"tools": tools}),
+    }
+}
+
+#[test]
+fn paging_follows_next_cursor_and_stops_at_its_bounds() {
+    let mut seen = Vec::new();
+    let got = collect_pages(|c| {
+        seen.push(c.map(str::to_owned));
+        Ok(match c {
+            None => page(2, Some("p2")),
+            Some("p2") => page(3, None),
+            _ => return Err(Malformed),
+        })
+    })
+    .unwrap();
+    assert_eq!(got.len(), 5);
+    assert_eq!(seen, vec![None, Some("p2".to_owned())]);
+
+    // Exactly MAX_TOOLS are kept; the page that would pass the bound is cut.
+    let mut calls = 0;
+    let got = collect_pages(|_| {
+        calls += 1;
+        Ok(page(300, Some("more")))
+    })
+    .unwrap();
+    assert_eq!(got.len(), protocol::MAX_TOOLS);
+    assert_eq!(calls, 4);
+
+    // A server paging forever is followed MAX_PAGES times only.
+    let mut calls = 0;
+    let got = collect_pages(|_| {
+        calls += 1;
+        Ok(page(0, Some("again")))
+    })
+    .unwrap();
+    assert!(got.is_empty());
+    assert_eq!(calls, protocol::MAX_PAGES);
+
+    assert!(collect_pages(|_| Err(Malformed)).is_err());
+    assert!(collect_pages(|_| Ok(json!({"no": "tools"}))).is_err());
+}
+
+#[test]
+fn an_unknown_tool_is_an_error_result_without_a_server() {
+    let hub = McpHub {
+        servers: HashMap::new(),
+        tools: Vec::new(),
+    };
+    let out = hub.call("mcp__x__y", &json!({}), &Cancel::default());
+    assert!(!out.result.ok);
+    assert!(!out.exited);
+}
+
+#[test]
+fn no_servers_start_at_once_and_a_missing_program_is_unavailable() {
+    let hub = McpHub::start_all(&[], Path::new("/"), &[], &Cancel::default()).unwrap();
+    assert!(hub.tools().is_empty());
+    let def = Definition {
+        name: "gone".into(),
+        command: "/nonexistent/mcp".into(),
+        args: Vec::new(),
+        env: std::collections::BTreeMap::new(),
+    };
+    let r = McpHub::start_all(&[def], Path::new("/"), &[], &Cancel::default());
+    assert_eq!(r.err(), Some(StartError::Unavailable));
+}

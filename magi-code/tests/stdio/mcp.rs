@@ -1,0 +1,681 @@
+//! MCP servers over real pipes (`backend.md` "MCP servers"): approval by the global digest,
+//! parallel start, tools reaching the model, the `mcp` policy, faults of a misbehaving fake
+//! server, and teardown within the cleanup wait. The real servers come from
+//! `tests/fixtures/mcp` (`npm ci` there); those tests are skipped only when node is missing.
+
+use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
+use crate::common::{assert_error, init_params, result, Env, Server};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")
+}
+
+fn fake(mode: &str) -> Value {
+    json!({"command": "python3", "args": [fixtures().join("fake_server.py"), mode]})
+}
+
+fn fake_with_pidfile(mode: &str, pidfile: &Path) -> Value {
+    json!({"command": "python3", "args": [fixtures().join("fake_server.py"), mode, pidfile]})
+}
+
+/// The real server `pkg` (`server-filesystem`, `server-everything`) with `args`, or None
+/// (printing why) when node is missing. Missing packages with node present are a failure.
+fn real(pkg: &str, args: &[&str]) -> Option<Value> {
+    if Command::new("node").arg("--version").output().is_err() {
+        eprintln!("skipped: node is not installed");
+        return None;
+    }
+    let entry = fixtures()
+        .join("node_modules/@modelcontextprotocol")
+        .join(pkg)
+        .join("dist/index.js");
+    assert!(
+        entry.is_file(),
+        "{} missing: run `npm ci` in tests/fixtures/mcp",
+        entry.display()
+    );
+    let mut a = vec![json!(entry)];
+    a.extend(args.iter().map(|x| json!(x)));
+    Some(json!({"command": "node", "args": a}))
+}
+
+/// The approval digest of server `name` defined as `def` (its canonical definition).
+fn digest(name: &str, def: &Value) -> String {
+    let mut canon = def.clone();
+    canon.as_object_mut().unwrap().remove("enabled");
+    canon["name"] = json!(name);
+    // serde_json's map is ordered by key: this is the canonical compact form.
+    let bytes = serde_json::to_string(&canon).unwrap();
+    Sha256::digest(bytes.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `mcp` settings enabling every server, approving those of `approve`.
+fn mcp_settings(servers: &[(&str, &Value)], approve: bool) -> Value {
+    let mut defs = serde_json::Map::new();
+    let mut approved = Vec::new();
+    for (name, def) in servers {
+        let mut d = (*def).clone();
+        d["enabled"] = json!(true);
+        defs.insert((*name).to_owned(), d);
+        if approve {
+            approved.push(digest(name, def));
+        }
+    }
+    json!({"servers": defs, "approved": approved})
+}
+
+fn script_env(steps: &Value, servers: &[(&str, &Value)], tools: Option<Value>) -> Env {
+    let env = Env::new();
+    let script = env.root.join("script.json");
+    std::fs::write(&script, json!({"turns": [{"steps": steps}]}).to_string()).unwrap();
+    let mut settings = json!({
+        "model": "script", "providers": {"scripted": {"script": script}},
+        "mcp": mcp_settings(servers, true),
+    });
+    if let Some(t) = tools {
+        settings["tools"] = t;
+    }
+    env.write_global_settings(&settings);
+    env
+}
+
+/// Sends `initialize` and waits up to `within` for its answer; the answer and how long it took.
+fn init_within(s: &mut Server, within: Duration) -> (Value, Duration) {
+    let t0 = Instant::now();
+    s.request("init", "initialize", &init_params(&["status", "shutdown"]));
+    loop {
+        let f = s.next_within(within);
+        if f["id"] == "init" {
+            return (f, t0.elapsed());
+        }
+    }
+}
+
+fn ready_in(env: &Env) -> (Server, Duration) {
+    let mut s = env.spawn();
+    let (f, took) = init_within(&mut s, WAIT);
+    assert!(f.get("result").is_some(), "not ready: {f}");
+    (s, took)
+}
+
+fn fails_with_mcp_unavailable(env: &Env) -> Duration {
+    let mut s = env.spawn();
+    let (f, took) = init_within(&mut s, WAIT);
+    assert_error(&f, Some("init"), "mcp_unavailable");
+    s.shutdown_ok("bye");
+    took
+}
+
+fn session(s: &mut Server) -> String {
+    result(&s.call("c", "session.create", &json!({})))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Starts a turn; returns its run ID.
+fn turn(s: &mut Server, sid: &str) -> String {
+    let r = s.call(
+        "t",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "go"}),
+    );
+    result(&r)["run_id"].as_str().unwrap().to_owned()
+}
+
+/// Frames up to and including the first matching `pred`.
+fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let f = s.next_within(WAIT);
+        let stop = pred(&f);
+        seen.push(f);
+        if stop {
+            return seen;
+        }
+    }
+}
+
+fn finished(f: &Value) -> bool {
+    f["event"] == "run.finished"
+}
+
+fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["event"] == name).collect()
+}
+
+/// The live children of process `pid` (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approval.
+
+#[test]
+fn an_unapproved_server_is_mcp_unavailable_and_never_started() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let def = fake_with_pidfile("ok", &pidfile);
+    env.write_global_settings(&json!({"mcp": mcp_settings(&[("fake", &def)], false)}));
+    fails_with_mcp_unavailable(&env);
+    assert!(
+        !pidfile.exists(),
+        "an unapproved server must not be spawned"
+    );
+}
+
+#[test]
+fn a_project_approval_approves_nothing() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let def = fake_with_pidfile("ok", &pidfile);
+    // The project defines, enables and "approves" it; only global approval counts.
+    env.write_project_settings(&json!({"mcp": mcp_settings(&[("fake", &def)], true)}));
+    fails_with_mcp_unavailable(&env);
+    assert!(!pidfile.exists());
+    // The same digest in global settings approves the project's definition.
+    env.write_global_settings(&json!({"mcp": {"approved": [digest("fake", &def)]}}));
+    let (mut s, _) = ready_in(&env);
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn a_disabled_server_needs_no_approval_and_is_not_started() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let def = fake_with_pidfile("ok", &pidfile);
+    env.write_global_settings(&json!({"mcp": {"servers": {"fake": def}}}));
+    let (mut s, _) = ready_in(&env);
+    s.shutdown_ok("bye");
+    assert!(!pidfile.exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults at startup.
+
+#[test]
+fn garbage_lines_up_to_the_bound_are_tolerated_and_one_more_fails_startup() {
+    let env = Env::new();
+    let def = fake("garbage:16");
+    env.write_global_settings(&json!({"mcp": mcp_settings(&[("fake", &def)], true)}));
+    let (mut s, _) = ready_in(&env);
+    s.shutdown_ok("bye");
+
+    let env = Env::new();
+    let def = fake("garbage:17");
+    env.write_global_settings(&json!({"mcp": mcp_settings(&[("fake", &def)], true)}));
+    fails_with_mcp_unavailable(&env);
+}
+
+#[test]
+fn a_line_over_one_mib_a_foreign_protocol_version_or_a_missing_program_fail_startup() {
+    for def in [
+        fake("huge"),
+        fake("badversion"),
+        json!({"command": "/nonexistent/mcp-server"}),
+    ] {
+        let env = Env::new();
+        env.write_global_settings(&json!({"mcp": mcp_settings(&[("fake", &def)], true)}));
+        let took = fails_with_mcp_unavailable(&env);
+        assert!(took < Duration::from_secs(5), "{def}: {took:?}");
+    }
+}
+
+#[test]
+fn a_server_silent_on_initialize_fails_startup_after_10_s_and_leaves_no_process() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let good = fake("ok");
+    let hang = fake_with_pidfile("hang", &pidfile);
+    env.write_global_settings(
+        &json!({"mcp": mcp_settings(&[("good", &good), ("hang", &hang)], true)}),
+    );
+    let mut s = env.spawn();
+    let (f, took) = init_within(&mut s, WAIT);
+    assert_error(&f, Some("init"), "mcp_unavailable");
+    assert!(
+        took >= Duration::from_millis(9_900) && took < Duration::from_secs(13),
+        "{took:?}"
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    assert!(!alive(pid), "the hung server was torn down");
+    assert!(children(s.pid()).iter().all(|c| !alive(*c)));
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn shutdown_during_a_hung_handshake_stops_within_the_cleanup_bound() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let hang = fake_with_pidfile("hang", &pidfile);
+    env.write_global_settings(&json!({"mcp": mcp_settings(&[("hang", &hang)], true)}));
+    let mut s = env.spawn();
+    s.request("init", "initialize", &init_params(&["status", "shutdown"]));
+    let t0 = Instant::now();
+    while !pidfile.exists() && t0.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = Instant::now();
+    s.request("bye", "shutdown", &json!({}));
+    let code = s.exit_code_within(Duration::from_secs(5));
+    let took = t0.elapsed();
+    assert_eq!(code, 0);
+    assert!(took < Duration::from_millis(2_500), "{took:?}");
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    assert!(!alive(pid));
+}
+
+#[test]
+fn servers_start_in_parallel() {
+    // Two fakes that each take 1.5 s to answer `initialize`: one after the other would be 3 s.
+    let env = Env::new();
+    let script = fixtures().join("fake_server.py");
+    let slow = json!({"command": "sh", "args": ["-c", format!("sleep 1.5; exec python3 {} ok", script.display())]});
+    env.write_global_settings(&json!({"mcp": mcp_settings(&[("a", &slow), ("b", &slow)], true)}));
+    let (mut s, took) = ready_in(&env);
+    eprintln!("two 1.5 s fake servers ready in {took:?}");
+    assert!(took < Duration::from_millis(2_800), "{took:?}");
+    s.shutdown_ok("bye");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calls through the fake server.
+
+#[test]
+fn fake_tools_reach_the_model_and_their_results_come_back() {
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("c1", "mcp__fake__echo", r#"{"text":"hi"}"#),
+        chat_tool_call("c2", "mcp__fake__fail", "{}"),
+        chat_text(&["ok"]),
+    ]);
+    let env = Env::new();
+    let def = fake("ok");
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+        "tools": {"mcp": "allow"},
+        "mcp": mcp_settings(&[("fake", &def)], true),
+    }));
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    turn(&mut s, &sid);
+    let frames = until(&mut s, finished);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+
+    let first = llm.next(WAIT);
+    let tools = first.body["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    // Both pages of tools/list; `bad.name` is not a valid offered name and is left out.
+    for n in ["mcp__fake__echo", "mcp__fake__die", "mcp__fake__fail"] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    assert!(!names.iter().any(|n| n.contains("bad")), "{names:?}");
+    assert!(names.contains(&"read_file"));
+    let echo = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp__fake__echo")
+        .unwrap();
+    assert_eq!(echo["function"]["description"], "Echoes its text.");
+    assert_eq!(
+        echo["function"]["parameters"]["properties"]["text"]["type"],
+        "string"
+    );
+
+    let second = llm.next(WAIT);
+    let msgs = second.body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["content"], "echo: hi\n[image content omitted]");
+    let third = llm.next(WAIT);
+    let last = third.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["content"].as_str().unwrap().contains("it failed"),
+        "{last}"
+    );
+
+    let acts = events(&frames, "activity");
+    let states: Vec<(&str, &str)> = acts
+        .iter()
+        .map(|a| {
+            (
+                a["data"]["name"].as_str().unwrap(),
+                a["data"]["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("mcp__fake__echo", "started"),
+            ("mcp__fake__echo", "completed"),
+            ("mcp__fake__fail", "started"),
+            ("mcp__fake__fail", "failed"),
+        ]
+    );
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn the_mcp_policy_defaults_to_ask() {
+    let def = fake("ok");
+    let env = script_env(
+        &json!([{"tool": {"name": "mcp__fake__echo", "input": {"text": "x"}}}, {"text": "done"}]),
+        &[("fake", &def)],
+        None,
+    );
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    let run_id = turn(&mut s, &sid);
+    let seen = until(&mut s, |f| f["event"] == "approval.requested");
+    let req = seen.last().unwrap();
+    assert!(req["data"]["summary"]
+        .as_str()
+        .unwrap()
+        .starts_with("mcp__fake__echo"));
+    let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
+    s.request(
+        "a1",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": true}),
+    );
+    let frames = until(&mut s, finished);
+    let done = events(&frames, "activity");
+    assert_eq!(done.last().unwrap()["data"]["state"], "completed");
+    assert_eq!(done.last().unwrap()["data"]["name"], "mcp__fake__echo");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+
+    // `deny` refuses without asking.
+    let env = script_env(
+        &json!([{"tool": {"name": "mcp__fake__echo", "input": {}}}, {"text": "done"}]),
+        &[("fake", &def)],
+        Some(json!({"mcp": "deny"})),
+    );
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    turn(&mut s, &sid);
+    let frames = until(&mut s, finished);
+    assert!(events(&frames, "approval.requested").is_empty());
+    assert_eq!(
+        events(&frames, "activity").last().unwrap()["data"]["state"],
+        "failed"
+    );
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn a_server_exiting_mid_call_fails_that_call_and_later_ones_and_the_run_goes_on() {
+    let def = fake("ok");
+    let env = script_env(
+        &json!([
+            {"tool": {"name": "mcp__fake__die", "input": {}}},
+            {"tool": {"name": "mcp__fake__echo", "input": {"text": "later"}}},
+            {"text": "still here"},
+        ]),
+        &[("fake", &def)],
+        Some(json!({"mcp": "allow"})),
+    );
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    turn(&mut s, &sid);
+    let frames = until(&mut s, finished);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let diags: Vec<&Value> = events(&frames, "diagnostic");
+    assert!(
+        !diags.is_empty()
+            && diags
+                .iter()
+                .all(|d| d["data"]["code"] == "mcp_server_exited"),
+        "{diags:?}"
+    );
+    let finals: Vec<&str> = events(&frames, "activity")
+        .iter()
+        .filter(|a| a["data"]["state"] != "started")
+        .map(|a| a["data"]["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(finals, ["failed", "failed"]);
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn cancelling_a_turn_mid_call_sends_notifications_cancelled_and_returns_at_once() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let def = fake_with_pidfile("ok", &pidfile);
+    let script = env.root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"steps": [{"tool": {"name": "mcp__fake__hang", "input": {}}}]}]})
+            .to_string(),
+    )
+    .unwrap();
+    env.write_global_settings(&json!({
+        "model": "script", "providers": {"scripted": {"script": script}},
+        "tools": {"mcp": "allow"},
+        "mcp": mcp_settings(&[("fake", &def)], true),
+    }));
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    let run_id = turn(&mut s, &sid);
+    until(&mut s, |f| {
+        f["event"] == "activity" && f["data"]["state"] == "started"
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until(&mut s, finished);
+    let took = t0.elapsed();
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let log = pidfile.with_extension("pid.cancelled");
+    let t1 = Instant::now();
+    while !log.exists() && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Requests 1 and 2 were initialize and tools/list, 3 the second page: the call is 4.
+    assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), "4 cancelled");
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn teardown_of_a_server_ignoring_eof_and_sigterm_ends_within_the_cleanup_wait() {
+    let env = Env::new();
+    let pidfile = env.root.join("fake.pid");
+    let def = fake_with_pidfile("noeof", &pidfile);
+    env.write_global_settings(&json!({"mcp": mcp_settings(&[("stubborn", &def)], true)}));
+    let (mut s, _) = ready_in(&env);
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    assert!(alive(pid));
+    let t0 = Instant::now();
+    s.request("bye", "shutdown", &json!({}));
+    let code = s.exit_code_within(Duration::from_secs(5));
+    let took = t0.elapsed();
+    eprintln!("teardown with a server ignoring EOF and SIGTERM: {took:?}");
+    assert_eq!(code, 0);
+    assert!(took < Duration::from_millis(2_500), "{took:?}");
+    assert!(!alive(pid), "no server outlives the child");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real servers from npm.
+
+#[test]
+fn the_filesystem_server_reads_a_file_for_the_model() {
+    let env = Env::new();
+    let root = env.cwd.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("note.txt"), "the MCP note\n").unwrap();
+    let root = std::fs::canonicalize(&root).unwrap();
+    let Some(fs) = real("server-filesystem", &[root.to_str().unwrap()]) else {
+        return;
+    };
+    let path = root.join("note.txt");
+    let llm = FakeLlm::start(vec![
+        chat_tool_call(
+            "c1",
+            "mcp__fs__read_text_file",
+            &json!({ "path": path }).to_string(),
+        ),
+        chat_text(&["read it"]),
+    ]);
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+        "tools": {"mcp": "allow"},
+        "mcp": mcp_settings(&[("fs", &fs)], true),
+    }));
+    let (mut s, took) = ready_in(&env);
+    eprintln!("filesystem server ready in {took:?}");
+    let sid = session(&mut s);
+    turn(&mut s, &sid);
+    let frames = until(&mut s, finished);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let first = llm.next(WAIT);
+    let names: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mcp__fs__read_text_file"), "{names:?}");
+    let second = llm.next(WAIT);
+    let last = second.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "tool");
+    assert!(
+        last["content"].as_str().unwrap().contains("the MCP note"),
+        "{last}"
+    );
+    let acts = events(&frames, "activity");
+    assert_eq!(
+        acts.last().unwrap()["data"]["name"],
+        "mcp__fs__read_text_file"
+    );
+    assert_eq!(acts.last().unwrap()["data"]["state"], "completed");
+    let rev = frames.last().unwrap()["data"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = s.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
+    let kinds: Vec<&str> = result(&page)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user", "activity", "assistant"]);
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn two_real_servers_start_in_parallel_and_tear_down_within_the_bound() {
+    let env = Env::new();
+    let root = std::fs::canonicalize(&env.cwd).unwrap();
+    let Some(fs) = real("server-filesystem", &[root.to_str().unwrap()]) else {
+        return;
+    };
+    let Some(every) = real("server-everything", &["stdio"]) else {
+        return;
+    };
+    // Each alone, then both together.
+    let mut alone = Vec::new();
+    for (name, def) in [("fs", &fs), ("everything", &every)] {
+        let e = Env::new();
+        e.write_global_settings(&json!({"mcp": mcp_settings(&[(name, def)], true)}));
+        let (mut s, took) = ready_in(&e);
+        alone.push(took);
+        s.shutdown_ok("bye");
+    }
+    env.write_global_settings(&json!({
+        "model": "script",
+        "providers": {"scripted": {"script": env.root.join("script.json")}},
+        "tools": {"mcp": "allow"},
+        "mcp": mcp_settings(&[("fs", &fs), ("everything", &every)], true),
+    }));
+    std::fs::write(
+        env.root.join("script.json"),
+        json!({"turns": [{"steps": [
+            {"tool": {"name": "mcp__everything__trigger-long-running-operation",
+                      "input": {"duration": 30, "steps": 30}}},
+        ]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let (mut s, both) = ready_in(&env);
+    eprintln!(
+        "ready: filesystem alone {:?}, everything alone {:?}, both together {both:?}",
+        alone[0], alone[1]
+    );
+    // `servers_start_in_parallel` proves the overlap deterministically; node's start is
+    // CPU-bound, so on a loaded 2-core machine these figures are for the docs, not a comparison.
+    assert!(both < Duration::from_secs(10), "{both:?}");
+
+    // A long operation is running when shutdown comes: teardown still ends in the bound.
+    let sid = session(&mut s);
+    turn(&mut s, &sid);
+    until(&mut s, |f| {
+        f["event"] == "activity" && f["data"]["state"] == "started"
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let servers: Vec<u32> = children(s.pid());
+    assert!(servers.len() >= 2, "{servers:?}");
+    let t0 = Instant::now();
+    s.request("bye", "shutdown", &json!({}));
+    let code = s.exit_code_within(Duration::from_secs(5));
+    let took = t0.elapsed();
+    eprintln!("teardown with server-everything mid-operation: {took:?}");
+    assert_eq!(code, 0);
+    assert!(took < Duration::from_millis(2_500), "{took:?}");
+    for pid in servers {
+        assert!(!alive(pid), "server {pid} outlived the child");
+    }
+}
