@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(r.add(spec("A-z_09"), kind.clone()), Ok(()));
         assert_eq!(r.add(spec("open_tab"), ToolKind::Client), Ok(()));
         assert_eq!(r.class("open_tab"), Some(ToolClass::Client));
-        assert_eq!(r.specs().len(), 10);
+        assert_eq!(r.specs().len(), 11);
         assert_eq!(r.lookup(&over), None);
     }
 }
