@@ -679,3 +679,61 @@ fn two_real_servers_start_in_parallel_and_tear_down_within_the_bound() {
         assert!(!alive(pid), "server {pid} outlived the child");
     }
 }
+
+#[test]
+fn a_real_server_call_is_cancelled_and_the_server_serves_the_next_turn() {
+    let Some(every) = real("server-everything", &["stdio"]) else {
+        return;
+    };
+    let env = Env::new();
+    let script = env.root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"steps": [{"tool": {"name": "mcp__everything__trigger-long-running-operation",
+                                 "input": {"duration": 30, "steps": 30}}}]},
+            {"steps": [{"tool": {"name": "mcp__everything__echo", "input": {"message": "still here"}}},
+                       {"text": "done"}]},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    env.write_global_settings(&json!({
+        "model": "script", "providers": {"scripted": {"script": script}},
+        "tools": {"mcp": "allow"},
+        "mcp": mcp_settings(&[("everything", &every)], true),
+    }));
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    let run_id = turn(&mut s, &sid);
+    until(&mut s, |f| {
+        f["event"] == "activity" && f["data"]["state"] == "started"
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until(&mut s, finished);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    let acts = events(&frames, "activity");
+    assert_eq!(acts.last().unwrap()["data"]["state"], "failed");
+    // The server survived the cancellation and answers the next turn's call.
+    let r = s.call(
+        "t2",
+        "turn.start",
+        &json!({"session_id": sid, "prompt": "again"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let frames = until(&mut s, finished);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let acts = events(&frames, "activity");
+    let done = acts.last().unwrap();
+    assert_eq!(done["data"]["state"], "completed", "{done}");
+    assert_eq!(done["data"]["name"], "mcp__everything__echo");
+    s.shutdown_ok("bye");
+}
