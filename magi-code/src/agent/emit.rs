@@ -17,6 +17,12 @@ use std::time::Duration;
 pub const CRITICAL_WAIT: Duration =
     Duration::from_millis(protocol_core::limits::CRITICAL_EVENT_WAIT_MS);
 
+/// Whether a run that emitted `used` activities may emit one more.
+#[must_use]
+pub const fn activity_room(used: usize) -> bool {
+    used < protocol_core::limits::RUN_ACTIVITIES
+}
+
 /// Everything one turn may touch, handed over by the worker that runs it.
 pub struct TurnCtx<'a> {
     /// The admitted runtime.
@@ -52,6 +58,10 @@ pub struct RunOutput<'a> {
     pub run_id: String,
     /// Critical delivery failed: the run ends with `output_unavailable`.
     pub output_lost: bool,
+    /// Activities emitted so far (`run_activities` bounds them).
+    pub activities: usize,
+    /// A call found no room under that bound.
+    pub activities_full: bool,
 }
 
 impl<'a> RunOutput<'a> {
@@ -63,7 +73,20 @@ impl<'a> RunOutput<'a> {
             session_id,
             run_id,
             output_lost: false,
+            activities: 0,
+            activities_full: false,
         }
+    }
+
+    /// Whether another activity fits the run's bound (`run_activities`); counts it if so.
+    pub fn take_activity(&mut self) -> bool {
+        let room = activity_room(self.activities);
+        if room {
+            self.activities += 1;
+        } else {
+            self.activities_full = true;
+        }
+        room
     }
 
     /// Adds the session and run IDs every run event carries.
@@ -140,5 +163,18 @@ impl<'a> RunOutput<'a> {
         let mut st = self.ctx.state();
         let a = st.attachment.as_mut().ok_or(ErrorCode::PersistenceFailed)?;
         session::append(&self.ctx.rt, a, records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::activity_room;
+    use protocol_core::limits::RUN_ACTIVITIES;
+
+    #[test]
+    fn the_activity_bound_at_its_edge() {
+        assert!(activity_room(0));
+        assert!(activity_room(RUN_ACTIVITIES - 1), "the 4,096th fits");
+        assert!(!activity_room(RUN_ACTIVITIES), "the 4,097th does not");
     }
 }

@@ -254,6 +254,12 @@ pub fn execute(
         let results = run_calls(out, &step.calls, &mut records);
         items.append(&mut step.items);
         items.extend(results);
+        if out.activities_full {
+            // The bound is reached: the calls past it were answered with an error; the run
+            // ends here rather than letting the model go on without tools.
+            end = End::Failed(ErrorCode::ContentLimit);
+            break;
+        }
         // Each tool step is durable before the next request: a crash leaves whole steps.
         if out.append(&records).is_err() {
             degraded = true;
@@ -322,6 +328,14 @@ fn call_record(out: &RunOutput<'_>, (call_id, name, input): &(String, String, Va
     })
 }
 
+/// What a call gets when the run's activity bound leaves it no room: it does not run.
+fn over_activities() -> ToolRun {
+    ToolRun {
+        output: "refused: the turn reached its bound of tool activities".to_owned(),
+        is_error: true,
+    }
+}
+
 fn answer_one(
     out: &mut RunOutput<'_>,
     call: &(String, String, Value),
@@ -333,6 +347,9 @@ fn answer_one(
             output: "cancelled: the call did not run".to_owned(),
             is_error: true,
         };
+    }
+    if !out.take_activity() {
+        return over_activities();
     }
     tool_call::call(out, &call.1, &call.2, records)
 }
@@ -348,7 +365,7 @@ fn answer_batch(
         .iter()
         .map(|call| {
             records.push(call_record(out, call));
-            (!out.ctx.cancel.is_cancelled())
+            (!out.ctx.cancel.is_cancelled() && out.take_activity())
                 .then(|| tool_call::prepare(out, &call.1, &call.2, records))
         })
         .collect();
@@ -373,10 +390,11 @@ fn answer_batch(
         .zip(outcomes)
         .map(|(p, o)| match p {
             Some(p) => tool_call::complete(out, p, o, records),
-            None => ToolRun {
+            None if out.ctx.cancel.is_cancelled() => ToolRun {
                 output: "cancelled: the call did not run".to_owned(),
                 is_error: true,
             },
+            None => over_activities(),
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! tool calls answered and sent back, error results the model can recover from, retries with
 //! `retry-after`, failure diagnostics, and cancellation of a silent stream within 500 ms.
 
-use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply};
+use crate::common::fake_llm::{chat_delta, chat_finish, chat_text, chat_tool_call, FakeLlm, Reply};
 use crate::common::{result, start_session, Env, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -471,16 +471,16 @@ fn the_step_bound_ends_a_runaway_loop() {
 #[test]
 fn parallel_read_calls_are_all_answered_in_the_models_order() {
     let calls = Reply::sse(vec![
-        crate::common::fake_llm::chat_delta(
+        chat_delta(
             &json!({"tool_calls": [{"index": 0, "id": "p0", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"f0.txt\"}"}}]}),
         ),
-        crate::common::fake_llm::chat_delta(
+        chat_delta(
             &json!({"tool_calls": [{"index": 1, "id": "p1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"f1.txt\"}"}}]}),
         ),
-        crate::common::fake_llm::chat_delta(
+        chat_delta(
             &json!({"tool_calls": [{"index": 2, "id": "p2", "type": "function", "function": {"name": "grep", "arguments": "{\"pattern\":\"two\"}"}}]}),
         ),
-        crate::common::fake_llm::chat_finish("tool_calls"),
+        chat_finish("tool_calls"),
         "data: [DONE]\n\n".to_owned(),
     ]);
     let llm = FakeLlm::start(vec![calls, chat_text(&["read them"])]);
@@ -591,4 +591,47 @@ fn a_configured_provider_with_wire_api_responses_speaks_responses() {
     let req = llm.next(WAIT);
     assert_eq!(req.path, "/v1/responses");
     assert_eq!(req.body["store"], false);
+}
+
+#[test]
+fn the_run_activities_bound_refuses_the_4097th_call_and_ends_the_run() {
+    // 32 steps of 128 parallel calls reach exactly 4,096 activities; the 33rd step's call is
+    // the first past the bound.
+    let step = |n: usize, first: usize| {
+        let mut chunks: Vec<String> = (0..n)
+            .map(|i| {
+                chat_delta(&json!({"tool_calls": [{"index": i, "id": format!("c{}", first + i), "type": "function", "function": {"name": "list_dir", "arguments": "{\"path\":\".\"}"}}]}))
+            })
+            .collect();
+        chunks.push(chat_finish("tool_calls"));
+        chunks.push("data: [DONE]\n\n".to_owned());
+        Reply::sse(chunks)
+    };
+    let mut replies: Vec<Reply> = (0..32).map(|k| step(128, k * 128)).collect();
+    replies.push(step(1, 4096));
+    let llm = FakeLlm::start(replies);
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
+        "tools": {"read": "allow"},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "list a lot");
+    let mut started = 0usize;
+    let fin = loop {
+        let f = s.next();
+        if f["event"] == "activity" && f["data"]["state"] == "started" {
+            started += 1;
+        }
+        if f["event"] == "run.finished" {
+            break f;
+        }
+    };
+    assert_eq!(
+        started, 4_096,
+        "the 4,096th activity is emitted, the 4,097th is not"
+    );
+    assert_eq!(fin["data"]["outcome"], "failed");
+    assert_eq!(fin["data"]["error_code"], "content_limit");
 }
