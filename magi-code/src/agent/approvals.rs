@@ -1,8 +1,7 @@
 //! Approvals of the active run: one winning answer each, expiry and cancellation deny.
 
-use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use super::answers::{Answers, Waited};
+use std::time::Duration;
 
 /// How long an approval waits before it defaults to deny.
 pub const APPROVAL_EXPIRY: Duration =
@@ -21,46 +20,20 @@ pub enum Decision {
     Cancelled,
 }
 
-#[derive(Debug)]
-struct Pending {
-    run_id: String,
-    answer: Option<bool>,
-    open: bool,
-}
-
 /// Approvals of the active run; one winning answer each.
 #[derive(Debug, Default)]
-pub struct Approvals {
-    state: Mutex<HashMap<String, Pending>>,
-    cv: Condvar,
-}
+pub struct Approvals(Answers<bool>);
 
 impl Approvals {
     /// Opens an approval for `run_id`.
     pub fn open(&self, run_id: &str, approval_id: &str) {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.insert(
-            approval_id.to_owned(),
-            Pending {
-                run_id: run_id.to_owned(),
-                answer: None,
-                open: true,
-            },
-        );
+        self.0.open(run_id, approval_id);
     }
 
     /// Records an answer; false for an unknown, answered, expired or cancelled approval, or a
     /// run mismatch (`stale_approval`).
     pub fn answer(&self, run_id: &str, approval_id: &str, allow: bool) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        match s.get_mut(approval_id) {
-            Some(p) if p.open && p.answer.is_none() && p.run_id == run_id => {
-                p.answer = Some(allow);
-                self.cv.notify_all();
-                true
-            }
-            _ => false,
-        }
+        self.0.answer(run_id, approval_id, allow)
     }
 
     /// Waits for the answer at most `timeout`, checking `cancelled`; closes the approval.
@@ -70,52 +43,24 @@ impl Approvals {
         timeout: Duration,
         cancelled: &dyn Fn() -> bool,
     ) -> Decision {
-        let end = Instant::now() + timeout;
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let decision = loop {
-            let Some(p) = s.get(approval_id) else {
-                break Decision::Cancelled;
-            };
-            if let Some(allow) = p.answer {
-                break if allow {
-                    Decision::Allowed
-                } else {
-                    Decision::Denied
-                };
-            }
-            if cancelled() {
-                break Decision::Cancelled;
-            }
-            let now = Instant::now();
-            if now >= end {
-                break Decision::Expired;
-            }
-            // Short slices so cancellation is seen promptly.
-            let slice = (end - now).min(Duration::from_millis(50));
-            s = self
-                .cv
-                .wait_timeout(s, slice)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        };
-        if let Some(p) = s.get_mut(approval_id) {
-            p.open = false;
+        match self.0.wait(approval_id, timeout, cancelled) {
+            Waited::Answered(true) => Decision::Allowed,
+            Waited::Answered(false) => Decision::Denied,
+            Waited::TimedOut => Decision::Expired,
+            Waited::Cancelled => Decision::Cancelled,
         }
-        decision
     }
 
     /// Forgets every approval (the run ended); later answers are stale.
     pub fn clear(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.0.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn one_winning_answer_and_expiry() {

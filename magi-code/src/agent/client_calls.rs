@@ -1,9 +1,8 @@
 //! Pending `client.tools` calls of the active run: one winning `client.tool.result` each;
 //! a timed-out or cancelled call is closed, so later answers are `stale_call`.
 
-use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use super::answers::{Answers, Waited};
+use std::time::Duration;
 
 /// How long a client tool call waits for its answer (the advertised `client_tool_timeout_ms`).
 pub const CLIENT_TOOL_TIMEOUT: Duration =
@@ -25,92 +24,41 @@ pub enum CallEnd {
     Cancelled,
 }
 
-#[derive(Debug)]
-struct Pending {
-    run_id: String,
-    answer: Option<(bool, String)>,
-    open: bool,
-}
-
 /// The client tool calls of the active run, answered from the protocol loop.
 #[derive(Debug, Default)]
-pub struct ClientCalls {
-    state: Mutex<HashMap<String, Pending>>,
-    cv: Condvar,
-}
+pub struct ClientCalls(Answers<(bool, String)>);
 
 impl ClientCalls {
     /// Opens call `call_id` of `run_id`.
     pub fn open(&self, run_id: &str, call_id: &str) {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.insert(
-            call_id.to_owned(),
-            Pending {
-                run_id: run_id.to_owned(),
-                answer: None,
-                open: true,
-            },
-        );
+        self.0.open(run_id, call_id);
     }
 
     /// Records an answer; false (`stale_call`) for an unknown, answered, timed-out or cancelled
     /// call, or one of another run.
     pub fn answer(&self, run_id: &str, call_id: &str, ok: bool, output: String) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        match s.get_mut(call_id) {
-            Some(p) if p.open && p.answer.is_none() && p.run_id == run_id => {
-                p.answer = Some((ok, output));
-                self.cv.notify_all();
-                true
-            }
-            _ => false,
-        }
+        self.0.answer(run_id, call_id, (ok, output))
     }
 
     /// Waits for the answer at most `timeout`, checking `cancelled`; closes the call.
     pub fn wait(&self, call_id: &str, timeout: Duration, cancelled: &dyn Fn() -> bool) -> CallEnd {
-        let end = Instant::now() + timeout;
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let outcome = loop {
-            let Some(p) = s.get_mut(call_id) else {
-                break CallEnd::Cancelled;
-            };
-            if let Some((ok, output)) = p.answer.take() {
-                break CallEnd::Answered { ok, output };
-            }
-            if cancelled() {
-                break CallEnd::Cancelled;
-            }
-            let now = Instant::now();
-            if now >= end {
-                break CallEnd::TimedOut;
-            }
-            // Short slices so cancellation is seen promptly.
-            let slice = (end - now).min(Duration::from_millis(50));
-            s = self
-                .cv
-                .wait_timeout(s, slice)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        };
-        if let Some(p) = s.get_mut(call_id) {
-            p.open = false;
+        match self.0.wait(call_id, timeout, cancelled) {
+            Waited::Answered((ok, output)) => CallEnd::Answered { ok, output },
+            Waited::TimedOut => CallEnd::TimedOut,
+            Waited::Cancelled => CallEnd::Cancelled,
         }
-        outcome
     }
 
     /// Forgets every call (the run ended); later answers are stale.
     pub fn clear(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.0.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn one_winning_answer_then_stale() {

@@ -1,21 +1,9 @@
-//! What a turn sends besides its new input: the replayed conversation, the system prompt and
+//! What a turn sends besides its new input and the replayed conversation: the system prompt and
 //! the tool list.
 
-use crate::history::{Item, ToolSpec};
+use crate::history::ToolSpec;
 use crate::mcp::McpHub;
 use crate::runtime::Runtime;
-use crate::session::SessionState;
-use protocol_core::ErrorCode;
-
-/// The earlier conversation of the attachment, replayed from its stored records
-/// (`runner.md` 4); an error when its history cannot be replayed whole (never a silently
-/// shortened conversation).
-pub fn replay(st: &SessionState) -> Result<Vec<Item>, ErrorCode> {
-    match &st.attachment {
-        Some(a) => Ok(a.replay()?.to_vec()),
-        None => Ok(Vec::new()),
-    }
-}
 
 /// The system prompt: the runner's base prompt naming the workspace, then the instructions
 /// admitted at `initialize` (`runner.md` 3).

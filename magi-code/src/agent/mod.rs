@@ -2,6 +2,7 @@
 //! the offline `scripted` provider (echo and script steps with tool calls) and streams text
 //! from the HTTP providers.
 
+pub mod answers;
 pub mod approvals;
 pub mod client_calls;
 pub mod client_tool;
@@ -17,7 +18,6 @@ pub use client_calls::ClientCalls;
 pub use emit::{RunOutput, TurnCtx, CRITICAL_WAIT};
 pub use outcome::{Finished, Persistence, RunOutcome};
 
-use crate::history::Item;
 use crate::providers::model::Thinking;
 use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
 use crate::session::{self, Selection};
@@ -35,10 +35,21 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
     let (selection, turns, history) = {
         let st = ctx.state();
         match &st.attachment {
-            Some(a) if a.id.as_str() == session_id => match context::replay(&st) {
-                Ok(h) => (st.selection.clone(), a.turns, h),
-                Err(code) => return reject(code),
-            },
+            Some(a) if a.id.as_str() == session_id => {
+                let selection = st.selection.clone();
+                // The scripted provider never reads the conversation: copy it only for a real
+                // one, so an echo turn's cost does not grow with the session.
+                let scripted = selection
+                    .as_ref()
+                    .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
+                    == "scripted";
+                let history = match a.replay() {
+                    Ok(_) if scripted => Vec::new(),
+                    Ok(items) => items.to_vec(),
+                    Err(code) => return reject(code),
+                };
+                (selection, a.turns, history)
+            }
             Some(_) => return reject(ErrorCode::StaleSession),
             None => return reject(ErrorCode::SessionMissing),
         }
@@ -87,7 +98,6 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
         max_steps: rt.settings.max_steps,
     };
-    let history: Vec<Item> = history;
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

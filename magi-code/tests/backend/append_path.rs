@@ -2,11 +2,10 @@
 //! child appends, a new child opens and pages, and leases keep them apart meanwhile.
 
 // Every path into the library, in one place: the `src` restructure moves these modules.
+use crate::runtime;
 use magi_code::{
     cli::client::{serve_command, Frames, Server},
-    config::Settings,
     history::{Body, Record, RunOutcome},
-    runtime::Runtime,
     session::{self as sessions, SessionState},
     util::cancel::Cancel,
 };
@@ -14,19 +13,6 @@ use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Stdio;
-
-fn runtime(home: &Path, cwd: &Path) -> Runtime {
-    std::fs::create_dir_all(home.join("sessions")).unwrap();
-    Runtime {
-        root: std::fs::canonicalize(home).unwrap(),
-        cwd: std::fs::canonicalize(cwd).unwrap(),
-        settings: Settings::default(),
-        context_id: "0".repeat(64),
-        instructions: String::new(),
-        client_tools: Vec::new(),
-        tool_cards: false,
-    }
-}
 
 /// One child with a line client.
 struct Child {

@@ -2,33 +2,18 @@
 //! same projection entries (and layout), the same replay, the same identity; a foreign writer is
 //! still caught by file identity and then read back in.
 
+use crate::runtime;
 use magi_code::{
-    config::Settings,
     history::{
         replay::{INTERRUPTED_RESULT, NO_REPLY_CANCELLED, NO_REPLY_INTERRUPTED},
         ActivityKind, ActivityState, Body, Item, Record, RunOutcome,
     },
-    runtime::Runtime,
     session::{self as sessions, load::load, SessionState},
     util::cancel::Cancel,
 };
 use protocol_core::ErrorCode;
 use serde_json::json;
 use std::io::Write;
-use std::path::Path;
-
-fn runtime(home: &Path, cwd: &Path) -> Runtime {
-    std::fs::create_dir_all(home.join("sessions")).unwrap();
-    Runtime {
-        root: std::fs::canonicalize(home).unwrap(),
-        cwd: std::fs::canonicalize(cwd).unwrap(),
-        settings: Settings::default(),
-        context_id: "0".repeat(64),
-        instructions: String::new(),
-        client_tools: Vec::new(),
-        tool_cards: false,
-    }
-}
 
 /// The records of turn `n`, in the batches a loop appends them: the input alone, then the rest.
 /// Turn kinds cycle: completed with tools, failed with a partial reply, cancelled mid-call,

@@ -5,3 +5,21 @@ mod append_path;
 mod fuzz_corpus;
 mod incremental;
 mod layering;
+
+use magi_code::{config::Settings, runtime::Runtime};
+use std::path::Path;
+
+/// The admitted runtime of a child whose storage root is `home` and whose cwd is `cwd`, with
+/// default settings (creates `home/sessions`).
+fn runtime(home: &Path, cwd: &Path) -> Runtime {
+    std::fs::create_dir_all(home.join("sessions")).unwrap();
+    Runtime {
+        root: std::fs::canonicalize(home).unwrap(),
+        cwd: std::fs::canonicalize(cwd).unwrap(),
+        settings: Settings::default(),
+        context_id: "0".repeat(64),
+        instructions: String::new(),
+        client_tools: Vec::new(),
+        tool_cards: false,
+    }
+}

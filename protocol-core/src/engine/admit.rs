@@ -107,6 +107,30 @@ impl Engine {
         methods::parse_params(method, &env.params, env.nested_duplicates)
     }
 
+    /// An answer to what the active run asked (`approval.answer`, `client.tool.result`): the
+    /// session and run are checked here, the question itself by the worker. Answers with the
+    /// error and `None`, or reserves the reply slot and gives the ID back for the command.
+    fn admit_answer(
+        &mut self,
+        id: RequestId,
+        session_id: &str,
+        run_id: &str,
+        stale: ErrorCode,
+        now: Time,
+    ) -> Option<RequestId> {
+        if let Err(code) = self.check_session(session_id) {
+            self.respond(Some(&id), Err(code), now);
+            None
+        } else if self.run.as_deref() == Some(run_id) {
+            self.replies.push(id.clone());
+            self.reserved += 1;
+            Some(id)
+        } else {
+            self.respond(Some(&id), Err(stale), now);
+            None
+        }
+    }
+
     pub(super) fn execute(&mut self, id: RequestId, request: Request, now: Time) {
         match request {
             Request::Initialize {
@@ -206,11 +230,8 @@ impl Engine {
                 approval_id,
                 allow,
             } => {
-                if let Err(code) = self.check_session(&session_id) {
-                    self.respond(Some(&id), Err(code), now);
-                } else if self.run.as_deref() == Some(run_id.as_str()) {
-                    self.replies.push(id.clone());
-                    self.reserved += 1;
+                let stale = ErrorCode::StaleApproval;
+                if let Some(id) = self.admit_answer(id, &session_id, &run_id, stale, now) {
                     self.outputs
                         .push_back(Output::Worker(WorkerCommand::AnswerApproval {
                             id,
@@ -218,8 +239,6 @@ impl Engine {
                             approval_id,
                             allow,
                         }));
-                } else {
-                    self.respond(Some(&id), Err(ErrorCode::StaleApproval), now);
                 }
             }
             Request::ClientToolResult {
@@ -229,12 +248,8 @@ impl Engine {
                 ok,
                 output,
             } => {
-                // Like `approval.answer`: session and run here, the call in the worker.
-                if let Err(code) = self.check_session(&session_id) {
-                    self.respond(Some(&id), Err(code), now);
-                } else if self.run.as_deref() == Some(run_id.as_str()) {
-                    self.replies.push(id.clone());
-                    self.reserved += 1;
+                let stale = ErrorCode::StaleCall;
+                if let Some(id) = self.admit_answer(id, &session_id, &run_id, stale, now) {
                     self.outputs
                         .push_back(Output::Worker(WorkerCommand::AnswerClientTool {
                             id,
@@ -243,8 +258,6 @@ impl Engine {
                             ok,
                             output,
                         }));
-                } else {
-                    self.respond(Some(&id), Err(ErrorCode::StaleCall), now);
                 }
             }
             request => {
