@@ -1,6 +1,6 @@
 //! The admitted runtime of one child: one snapshot of configuration, taken at readiness.
 
-use crate::config::Settings;
+use crate::config::{Profile, Settings, Skill};
 use protocol_core::ClientToolDef;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +23,10 @@ pub struct Runtime {
     /// Whether the client negotiated `tool.cards`: live `tool.card` events and projected
     /// `tool_card` entries (cards are stored either way).
     pub tool_cards: bool,
+    /// Every admitted profile by name (project over global), read at `initialize`.
+    pub profiles: Vec<Profile>,
+    /// The admitted skills in name order (at most 64), read at `initialize`.
+    pub skills: Vec<Skill>,
 }
 
 impl Runtime {

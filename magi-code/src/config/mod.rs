@@ -1,6 +1,13 @@
-//! Configuration: the merged, validated settings of one child and its instructions.
+//! Configuration: the merged, validated settings of one child, its instructions, profiles,
+//! skills and hook definitions.
 
+pub mod hooks;
 pub mod instructions;
+pub mod profiles;
 pub mod settings;
+pub mod skills;
 
+pub use hooks::{Hook, Hooks};
+pub use profiles::Profile;
 pub use settings::{CompatProvider, McpServer, Policy, Settings, WireApi};
+pub use skills::Skill;

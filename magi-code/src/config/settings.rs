@@ -126,6 +126,14 @@ pub struct Settings {
     pub tool_mcp: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
+    /// `agent`: the primary profile's name, if any.
+    pub agent: Option<String>,
+    /// `agents.disabled`: profiles `task` refuses.
+    pub agents_disabled: Vec<String>,
+    /// `skills.disabled`: skills left out of the prompt.
+    pub skills_disabled: Vec<String>,
+    /// `hooks` (global settings only).
+    pub hooks: super::hooks::Hooks,
 }
 
 impl Default for Settings {
@@ -151,6 +159,10 @@ impl Default for Settings {
             tool_client: Policy::Allow,
             tool_mcp: Policy::Ask,
             retention_days: 30,
+            agent: None,
+            agents_disabled: Vec::new(),
+            skills_disabled: Vec::new(),
+            hooks: super::hooks::Hooks::default(),
         }
     }
 }

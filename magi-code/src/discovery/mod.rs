@@ -181,6 +181,8 @@ mod tests {
             instructions: String::new(),
             client_tools: Vec::new(),
             tool_cards: false,
+            profiles: Vec::new(),
+            skills: Vec::new(),
         };
         (d, rt)
     }

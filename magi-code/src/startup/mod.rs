@@ -143,6 +143,8 @@ pub fn run(
             instructions,
             client_tools: client_tools.to_vec(),
             tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
+            profiles: Vec::new(),
+            skills: Vec::new(),
         },
         mcp,
     })

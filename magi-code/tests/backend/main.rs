@@ -21,5 +21,7 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
         instructions: String::new(),
         client_tools: Vec::new(),
         tool_cards: false,
+        profiles: Vec::new(),
+        skills: Vec::new(),
     }
 }
