@@ -10,6 +10,7 @@ pub mod context;
 pub mod emit;
 pub mod outcome;
 pub mod segment;
+pub mod title;
 pub mod tool_call;
 pub mod turn_loop;
 
@@ -17,6 +18,7 @@ pub use approvals::{Approvals, Decision};
 pub use client_calls::ClientCalls;
 pub use emit::{RunOutput, TurnCtx, CRITICAL_WAIT};
 pub use outcome::{Finished, Persistence, RunOutcome};
+pub use title::TitleJob;
 
 use crate::providers::model::Thinking;
 use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
@@ -25,12 +27,19 @@ use protocol_core::{ErrorCode, RequestId, WorkerEvent};
 use turn_loop::LoopParams;
 
 /// Admission of a turn: checks, then `TurnAdmitted`; runs it to `RunFinished` on this thread.
-pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: String) {
+/// Returns the title request due after it, which the caller makes beside this worker.
+pub fn run_turn(
+    ctx: &TurnCtx<'_>,
+    id: RequestId,
+    session_id: String,
+    prompt: String,
+) -> Option<TitleJob> {
     let reject = |code| {
         ctx.sink.send(WorkerEvent::TurnRejected {
             id: id.clone(),
             code,
         });
+        None
     };
     let (selection, turns, history) = {
         let st = ctx.state();
@@ -121,4 +130,6 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         },
         CRITICAL_WAIT,
     );
+    // Only after `run.finished` went out: the title never delays it.
+    title::due(ctx, &out.session_id, &selection, &finished)
 }

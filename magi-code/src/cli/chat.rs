@@ -33,6 +33,8 @@ Ctrl-C       stop the running turn; at the prompt, or pressed twice, leave";
 /// code 1 when the server failed, or when input is not a terminal and a turn or command
 /// failed or was refused.
 pub fn chat(session: Option<&str>) -> i32 {
+    // Before the server starts, so a session it attaches is never one the sweep looks at.
+    super::retention::sweep(session);
     let stdin_tty = std::io::stdin().is_terminal();
     let tty = std::io::stdout().is_terminal();
     let style = Style {

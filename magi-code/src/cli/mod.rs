@@ -7,6 +7,7 @@ pub mod client;
 pub mod demo;
 mod interrupt;
 pub mod replay;
+mod retention;
 
 pub use chat::chat;
 pub use demo::demo;

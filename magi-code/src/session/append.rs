@@ -37,6 +37,37 @@ fn line_len(r: &Record) -> usize {
 /// file's identity; when the file changed under it (another writer) or a write failed part way,
 /// that state is rebuilt from the file instead.
 pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<(), ErrorCode> {
+    extend(rt, a, records).map(|_| ())
+}
+
+/// [`append`] for records no history entry shows (a `title`): when the snapshot was current
+/// and the attachment's state took the records in place (no other writer, no failed write),
+/// the snapshot keeps its revision, now naming the file as it is after the write, so a
+/// revision already handed out (`run.finished`'s) still pages the same entries.
+pub fn append_unseen(
+    rt: &Runtime,
+    a: &mut Attachment,
+    records: &[Record],
+) -> Result<(), ErrorCode> {
+    let current = !a.snapshot.stale;
+    let entries = a.snapshot.projection.entries.len();
+    if !extend(rt, a, records)? || !current {
+        return Ok(());
+    }
+    if let Some(h) = a.history.as_mut() {
+        // The records add no entry; should one appear anyway the revision must go stale.
+        if h.emit(&mut a.snapshot.projection).is_ok()
+            && a.snapshot.projection.entries.len() == entries
+        {
+            a.snapshot.stale = false;
+        }
+    }
+    Ok(())
+}
+
+/// [`append`]; `Ok(true)` when the attachment's state was extended in place rather than
+/// rebuilt from the file.
+fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, ErrorCode> {
     let sessions = Sessions::new(&rt.root);
     if !sessions.is_safe() {
         return Err(ErrorCode::PersistenceFailed);
@@ -88,13 +119,14 @@ pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<()
                 }
             }
             a.turns = h.summary().turns;
+            Ok(true)
         }
         None => {
             // On failure the state stays absent: refresh retries, replay reports it.
             let _ = rebuild(rt, a, &Cancel::default());
+            Ok(false)
         }
     }
-    Ok(())
 }
 
 /// Rebuilds the attachment's derived state and snapshot projection from the file.

@@ -4,10 +4,11 @@
 pub mod append;
 pub mod load;
 pub mod page;
+pub mod retention;
 pub mod selection;
 pub mod state;
 
-pub use append::{append, refresh};
+pub use append::{append, append_unseen, refresh};
 pub use page::page;
 pub use selection::{select, view, SetSelection};
 pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};

@@ -4,6 +4,7 @@
 
 pub mod ops;
 pub mod shared;
+pub mod titles;
 
 pub use shared::Shared;
 
@@ -202,7 +203,9 @@ impl Workers {
                     sink: &s,
                     cancel: &c,
                 };
-                agent::run_turn(&ctx, rid, session_id, prompt);
+                if let Some(job) = agent::run_turn(&ctx, rid, session_id, prompt) {
+                    titles::spawn(&shared, ctx.rt.clone(), job);
+                }
             }));
             if res.is_err() {
                 // A panic before admission rejects the turn; after it the engine's closing
@@ -239,6 +242,8 @@ impl Workers {
             r.cancel.cancel();
             handles.push(r.handle);
         }
+        // Title requests end with the child: cancelled now, joined with the rest.
+        handles.extend(self.shared.titles.stop());
         let s = sink.clone();
         let shared = self.shared.clone();
         let mcp_deadline = std::time::Instant::now() + MCP_TEARDOWN;

@@ -1,5 +1,6 @@
 //! State shared between the workers of one child.
 
+use super::titles::Titles;
 use crate::agent::{Approvals, ClientCalls};
 use crate::mcp::McpHub;
 use crate::runtime::Runtime;
@@ -19,6 +20,8 @@ pub struct Shared {
     pub client_calls: ClientCalls,
     /// The connected MCP servers, once initialization started them.
     pub mcp: Mutex<Option<Arc<McpHub>>>,
+    /// Title requests beside the session worker.
+    pub titles: Titles,
 }
 
 impl Shared {
