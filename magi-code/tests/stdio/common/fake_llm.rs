@@ -1,11 +1,15 @@
-//! A fake model server on 127.0.0.1 for the agent loop: one scripted [`Reply`] per accepted
-//! connection, in order; every request it saw is recorded with its parsed JSON body, and a
-//! stalled reply reports when the client closed the connection.
+//! A fake model server on 127.0.0.1 for the agent loop: one scripted [`Reply`] per turn
+//! request, in order; every request it saw is recorded with its parsed JSON body, and a
+//! stalled reply reports when the client closed the connection. Title requests (`runner.md`
+//! 7, recognized by their fixed instruction) are kept apart: they take their own replies
+//! (none scripted: a 500, which the runner ignores silently) and are recorded on their own,
+//! so a test of turns sees exactly its turn requests.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -82,37 +86,60 @@ pub struct Seen {
     pub at: Instant,
 }
 
+/// Words of the runner's fixed title instruction that mark a title request.
+pub const TITLE_MARK: &str = "short title for the conversation";
+
+type Queue = Arc<Mutex<std::vec::IntoIter<Reply>>>;
+
 /// The running fake server.
 pub struct FakeLlm {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
     seen: Receiver<Seen>,
+    titles: Receiver<Seen>,
     closed: Receiver<Instant>,
 }
 
 impl FakeLlm {
-    /// Serves `replies` to consecutive connections; later connections get a 500.
+    /// Serves `replies` to consecutive turn requests; later ones, and every title request,
+    /// get a 500.
     #[must_use]
     pub fn start(replies: Vec<Reply>) -> Self {
+        Self::with_titles(replies, Vec::new())
+    }
+
+    /// [`Self::start`], answering consecutive title requests with `titles` (then a 500).
+    #[must_use]
+    pub fn with_titles(replies: Vec<Reply>, titles: Vec<Reply>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, seen) = mpsc::channel();
+        let (ttx, title_seen) = mpsc::channel();
         let (ctx, closed) = mpsc::channel();
+        let turns: Queue = Arc::new(Mutex::new(replies.into_iter()));
+        let titled: Queue = Arc::new(Mutex::new(titles.into_iter()));
         thread::spawn(move || {
-            let mut replies = replies.into_iter();
             // Bounded: the test ends the process; at most this many connections are served.
             for _ in 0..64 {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
-                let reply = replies
-                    .next()
-                    .unwrap_or_else(|| Reply::status(500, &serde_json::json!({})));
-                let (tx, ctx) = (tx.clone(), ctx.clone());
-                thread::spawn(move || serve(stream, &reply, &tx, &ctx));
+                let (tx, ttx, ctx) = (tx.clone(), ttx.clone(), ctx.clone());
+                let (turns, titled) = (turns.clone(), titled.clone());
+                thread::spawn(move || serve(stream, [&turns, &titled], [&tx, &ttx], &ctx));
             }
         });
-        Self { base, seen, closed }
+        Self {
+            base,
+            seen,
+            titles: title_seen,
+            closed,
+        }
+    }
+
+    /// The next title request seen, within `timeout`.
+    pub fn next_title(&self, timeout: Duration) -> Option<Seen> {
+        self.titles.recv_timeout(timeout).ok()
     }
 
     /// The next request seen, within `timeout`.
@@ -134,7 +161,14 @@ impl FakeLlm {
     }
 }
 
-fn serve(stream: TcpStream, reply: &Reply, tx: &Sender<Seen>, closed: &Sender<Instant>) {
+/// Serves one connection: a title request takes the next title reply, any other the next
+/// turn reply; each is recorded on its own channel.
+fn serve(
+    stream: TcpStream,
+    queues: [&Queue; 2],
+    txs: [&Sender<Seen>; 2],
+    closed: &Sender<Instant>,
+) {
     let mut r = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
     if r.read_line(&mut line).unwrap_or(0) == 0 {
@@ -168,10 +202,18 @@ fn serve(stream: TcpStream, reply: &Reply, tx: &Sender<Seen>, closed: &Sender<In
     if r.read_exact(&mut body).is_err() {
         return;
     }
-    let _ = tx.send(Seen {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let k = usize::from(body.to_string().contains(TITLE_MARK));
+    let reply = queues[k]
+        .lock()
+        .unwrap()
+        .next()
+        .unwrap_or_else(|| Reply::status(500, &serde_json::json!({})));
+    let reply = &reply;
+    let _ = txs[k].send(Seen {
         path,
         headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body,
         at: Instant::now(),
     });
     let mut w = stream;
