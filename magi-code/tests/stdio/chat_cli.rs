@@ -157,6 +157,20 @@ fn chat_lists_and_opens_sessions() {
     let (_, first) = chat(home.path(), cwd.path(), &[], "one\n");
     let (_, second) = chat(home.path(), cwd.path(), &[], "two\n");
     let (a, b) = (session_id(&first), session_id(&second));
+    // The title each history stores now (an echo session may have been titled with its
+    // first input before its chat shut down): the listing shows exactly that.
+    let stored_title = |sid: &str| {
+        let text =
+            std::fs::read_to_string(home.path().join("sessions").join(format!("{sid}.jsonl")))
+                .unwrap();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["type"] == "title")
+            .filter_map(|r| r["title"].as_str().map(str::to_owned))
+            .last()
+            .unwrap_or_else(|| "(untitled)".to_owned())
+    };
+    let titles = [(a.clone(), stored_title(&a)), (b.clone(), stored_title(&b))];
     let (code, out) = chat(
         home.path(),
         cwd.path(),
@@ -173,8 +187,9 @@ fn chat_lists_and_opens_sessions() {
     assert_eq!(listed.len(), 2, "{out}");
     for line in &listed {
         let f: Vec<&str> = line.split("  ").collect();
-        // id, title (none yet), updated_at (RFC 3339 UTC), eligibility.
-        assert_eq!(f[1], "(untitled)", "{line}");
+        // id, title (the stored one), updated_at (RFC 3339 UTC), eligibility.
+        let stored = &titles.iter().find(|(id, _)| id == f[0]).unwrap().1;
+        assert_eq!(f[1], stored, "{line}");
         assert!(f[2].ends_with('Z') && f[2].contains('T'), "{line}");
         assert_eq!(f[3], "available", "{line}");
     }

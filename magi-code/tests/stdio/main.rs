@@ -16,6 +16,7 @@ mod launch;
 mod mcp;
 mod refresh;
 mod replay_cli;
+mod retention;
 mod selection;
 mod sessions;
 mod startup;
