@@ -167,7 +167,7 @@ fn chat_lists_and_opens_sessions() {
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|r| r["type"] == "title")
             .filter_map(|r| r["title"].as_str().map(str::to_owned))
-            .last()
+            .next_back()
             .unwrap_or_else(|| "(untitled)".to_owned())
     };
     let titles = [(a.clone(), stored_title(&a)), (b.clone(), stored_title(&b))];
