@@ -8,6 +8,7 @@ pub mod client_calls;
 pub mod client_tool;
 pub mod context;
 pub mod emit;
+pub mod hooks;
 pub mod outcome;
 pub mod segment;
 pub mod tool_call;
