@@ -10,6 +10,7 @@ pub mod context;
 pub mod emit;
 pub mod hooks;
 pub mod outcome;
+pub mod repeats;
 pub mod segment;
 pub mod tool_call;
 pub mod turn_loop;
