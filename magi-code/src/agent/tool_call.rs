@@ -66,6 +66,8 @@ pub struct Prepared {
     card: Card,
     /// Why it must not run, if so.
     refused: Option<&'static str>,
+    /// The call's name and input, kept only when a `post_tool` hook applies to it.
+    post: Option<(String, Value)>,
 }
 
 impl Prepared {
@@ -86,9 +88,42 @@ pub fn runs_unasked(out: &RunOutput<'_>, name: &str, input: &Value) -> bool {
 }
 
 /// Emits the call's `started` activity, then applies its policy, asking for approval when it
-/// says `ask`. Refusals (unknown tool, input that is not an object, policy, a denied or
-/// expired approval, cancellation) mean the tool never runs.
+/// says `ask`, then its `pre_tool` hooks. Refusals (unknown tool, input that is not an object,
+/// policy, a denied or expired approval, a blocking hook, cancellation) mean the tool never
+/// runs.
 pub fn prepare(
+    out: &mut RunOutput<'_>,
+    name: &str,
+    input: &Value,
+    records: &mut Vec<Record>,
+) -> Prepared {
+    let mut p = start(out, name, input, records);
+    p.refused = policy_and_approval(out, name, input, &p.described);
+    if p.refused.is_none() {
+        p.refused = super::hooks::pre_tool(out, name, input);
+    }
+    if p.refused.is_none() && super::hooks::has_post(out, name) {
+        p.post = Some((name.to_owned(), input.clone()));
+    }
+    p
+}
+
+/// Emits a call's `started` activity and card and answers it with `why` without running it
+/// (a repeated call, `runner.md` 7).
+pub fn refuse(
+    out: &mut RunOutput<'_>,
+    name: &str,
+    input: &Value,
+    why: &'static str,
+    records: &mut Vec<Record>,
+) -> ToolRun {
+    let mut p = start(out, name, input, records);
+    p.refused = Some(why);
+    complete(out, p, None, records)
+}
+
+/// The `started` activity and card of a call, not yet refused.
+fn start(
     out: &mut RunOutput<'_>,
     name: &str,
     input: &Value,
@@ -125,6 +160,25 @@ pub fn prepare(
         shown_card.value(CardStatus::Running, None),
         records,
     );
+    Prepared {
+        activity_id,
+        shown,
+        described,
+        card: shown_card,
+        refused: None,
+        post: None,
+    }
+}
+
+/// Why policy or the user's answer refuses the call, if either does.
+fn policy_and_approval(
+    out: &mut RunOutput<'_>,
+    name: &str,
+    input: &Value,
+    described: &str,
+) -> Option<&'static str> {
+    let ctx = out.ctx;
+    let client = client_tool::is_client_tool(&ctx.rt, name);
     let settings = &ctx.rt.settings;
     let class = class_of(ctx, name).or_else(|| client.then_some(ToolClass::Client));
     let policy = class.map(|c| match c {
@@ -134,7 +188,7 @@ pub fn prepare(
         ToolClass::Client => settings.tool_client,
         ToolClass::Mcp => settings.tool_mcp,
     });
-    let refused = match policy {
+    match policy {
         None => Some("unknown tool"),
         // Input that is not an object never reaches approval: it could not run anyway.
         Some(_) if !input.is_object() => Some("invalid input: expected a JSON object"),
@@ -158,13 +212,6 @@ pub fn prepare(
                 Decision::Cancelled => Some("cancelled"),
             }
         }
-    };
-    Prepared {
-        activity_id,
-        shown,
-        described,
-        card: shown_card,
-        refused,
     }
 }
 
@@ -172,12 +219,14 @@ pub fn prepare(
 /// and returns what the model gets back.
 pub fn complete(
     out: &mut RunOutput<'_>,
-    p: Prepared,
+    mut p: Prepared,
     outcome: Option<ToolOutcome>,
     records: &mut Vec<Record>,
 ) -> ToolRun {
+    let post = p.post.take();
     let described = &p.described;
     let ran = outcome.as_ref().filter(|_| p.refused.is_none());
+    let post = post.zip(ran.map(|o| o.ok));
     let status = match ran {
         Some(o) if o.ok => CardStatus::Completed,
         _ => CardStatus::Failed,
@@ -220,6 +269,9 @@ pub fn complete(
     out.critical("activity", event);
     records.push(record);
     card(out, &p.activity_id, shown_card, records);
+    if let Some(((name, input), ok)) = post {
+        super::hooks::post_tool(out, &name, &input, ok);
+    }
     run
 }
 

@@ -4,6 +4,7 @@
 
 use super::emit::RunOutput;
 use super::outcome::{Finished, Persistence, RunOutcome};
+use super::repeats::{Repeats, REPEATED};
 use super::segment::{close_segment, Segment};
 use super::tool_call::{self, ToolRun};
 use crate::history::{Body, Item, Record, ToolSpec};
@@ -183,6 +184,7 @@ pub fn execute(
     let mut degraded = false;
     let mut end = End::Failed(ErrorCode::ExecutionFailed);
     let mut steps = 0u32;
+    let mut repeats = Repeats::default();
     loop {
         if steps >= p.max_steps {
             out.diagnostic(
@@ -251,7 +253,7 @@ pub fn execute(
         }
         // Tool calls separate assistant segments: reconcile the text so far first.
         close_segment(out, &mut seg, false, &mut records);
-        let results = run_calls(out, &step.calls, &mut records);
+        let results = run_calls(out, &step.calls, &mut repeats, &mut records);
         items.append(&mut step.items);
         items.extend(results);
         if out.activities_full {
@@ -282,14 +284,18 @@ const CONCURRENT_READS: usize = 4;
 fn run_calls(
     out: &mut RunOutput<'_>,
     calls: &[(String, String, Value)],
+    repeats: &mut Repeats,
     records: &mut Vec<Record>,
 ) -> Vec<Item> {
+    let repeated: Vec<bool> = calls.iter().map(|c| repeats.see(&c.1, &c.2)).collect();
     let mut results = Vec::with_capacity(calls.len());
     let mut i = 0;
     while i < calls.len() {
         let mut n = 1;
         while i + n < calls.len()
             && n < CONCURRENT_READS
+            && !repeated[i]
+            && !repeated[i + n]
             && tool_call::runs_unasked(out, &calls[i].1, &calls[i].2)
             && tool_call::runs_unasked(out, &calls[i + n].1, &calls[i + n].2)
         {
@@ -297,7 +303,7 @@ fn run_calls(
         }
         let batch = &calls[i..i + n];
         let runs = if n == 1 {
-            vec![answer_one(out, &batch[0], records)]
+            vec![answer_one(out, &batch[0], repeated[i], records)]
         } else {
             answer_batch(out, batch, records)
         };
@@ -339,6 +345,7 @@ fn over_activities() -> ToolRun {
 fn answer_one(
     out: &mut RunOutput<'_>,
     call: &(String, String, Value),
+    repeated: bool,
     records: &mut Vec<Record>,
 ) -> ToolRun {
     records.push(call_record(out, call));
@@ -350,6 +357,14 @@ fn answer_one(
     }
     if !out.take_activity() {
         return over_activities();
+    }
+    if repeated {
+        let run = tool_call::refuse(out, &call.1, &call.2, REPEATED, records);
+        out.diagnostic(
+            "repeated_tool_call",
+            "the model asked for the same tool call with the same input 3 or more times in a row; it was not run",
+        );
+        return run;
     }
     tool_call::call(out, &call.1, &call.2, records)
 }

@@ -304,6 +304,7 @@ fn check_shape(m: &Map<String, Value>) -> R<()> {
             "mcp",
             "tools",
             "retention_days",
+            "hooks",
         ],
     )?;
     Ok(())
@@ -318,6 +319,10 @@ pub fn load(
     let project = project.unwrap_or_default();
     check_shape(&global)?;
     check_shape(&project)?;
+    // Hooks run commands on every tool call: only the user's own settings may define them.
+    if project.contains_key("hooks") {
+        return Err(Invalid("hooks in project settings"));
+    }
     // Each file must be valid on its own, so a typo in either surfaces; only the merge must
     // be complete, so a project can override one key of a globally configured provider.
     interpret(&global, false)?;
@@ -515,6 +520,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         if let Some(p) = t.get("mcp") {
             s.tool_mcp = policy(p)?;
         }
+    }
+    if let Some(v) = m.get("hooks") {
+        s.hooks = super::hooks::Hooks::parse(v)?;
     }
     if let Some(v) = m.get("retention_days") {
         s.retention_days = v
@@ -774,6 +782,16 @@ mod tests {
             m(json!({"instructions": ["p.md"]})),
         );
         assert_eq!(s.unwrap().instructions, vec!["p.md".to_owned()]);
+    }
+
+    #[test]
+    fn hooks_come_from_global_settings_only() {
+        let g = m(json!({"hooks": {"pre_tool": [{"command": "true", "tools": ["shell"]}]}}));
+        let s = load(g.clone(), m(json!({"model": "echo"}))).unwrap();
+        assert_eq!(s.hooks.pre_tool[0].command, "true");
+        assert!(load(g, m(json!({"hooks": {}}))).is_err());
+        assert!(load(None, m(json!({"hooks": {"pre_tool": []}}))).is_err());
+        assert!(one(json!({"hooks": {"pre_tool": [{"command": "x", "on": 1}]}})).is_err());
     }
 
     #[test]
