@@ -373,7 +373,7 @@ fn a_crash_mid_loop_leaves_a_history_that_replays_as_a_valid_conversation() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    drop(a); // SIGKILL
+    a.crash();
 
     let llm = FakeLlm::start(vec![chat_text(&["recovered"])]);
     env.write_global_settings(&json!({

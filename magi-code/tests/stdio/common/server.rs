@@ -319,6 +319,12 @@ impl Server {
         got
     }
 
+    /// SIGKILLs the child while its stdin is still open (a crash, not an EOF), then reaps it.
+    pub fn crash(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The child's process id.
     #[must_use]
     pub fn pid(&self) -> u32 {
