@@ -23,11 +23,12 @@ pub fn instructions(rt: &Runtime) -> String {
     }
 }
 
-/// The tools offered to the model: the built-ins, then the MCP servers' tools, then the
-/// client's (`client.tools`).
+/// The tools offered to the model: the built-ins (`task` last), then the MCP servers' tools,
+/// then the client's (`client.tools`).
 #[must_use]
 pub fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
     let mut specs = crate::tools::specs();
+    specs.push(super::subagent::spec(rt));
     specs.extend(mcp.into_iter().flat_map(McpHub::tools).map(|t| ToolSpec {
         name: t.name.clone(),
         description: t.description.clone(),

@@ -124,6 +124,8 @@ pub struct Settings {
     pub tool_client: Policy,
     /// Policy for MCP servers' tools (`tools.mcp`, default ask).
     pub tool_mcp: Policy,
+    /// Policy for `task` (subagents; `tools.task`, default allow).
+    pub tool_task: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
     /// `agent`: the primary profile's name, if any.
@@ -158,6 +160,7 @@ impl Default for Settings {
             tool_shell: Policy::Ask,
             tool_client: Policy::Allow,
             tool_mcp: Policy::Ask,
+            tool_task: Policy::Allow,
             retention_days: 30,
             agent: None,
             agents_disabled: Vec::new(),
@@ -499,7 +502,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
     }
     if let Some(v) = m.get("tools") {
-        let t = obj(v, &["shell", "write", "read", "client", "mcp"])?;
+        let t = obj(v, &["shell", "write", "read", "client", "mcp", "task"])?;
         if let Some(p) = t.get("read") {
             s.tool_read = policy(p)?;
         }
@@ -514,6 +517,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
         if let Some(p) = t.get("mcp") {
             s.tool_mcp = policy(p)?;
+        }
+        if let Some(p) = t.get("task") {
+            s.tool_task = policy(p)?;
         }
     }
     if let Some(v) = m.get("retention_days") {

@@ -9,7 +9,7 @@ pub mod state;
 
 pub use append::{append, refresh};
 pub use page::page;
-pub use selection::{select, view, SetSelection};
+pub use selection::{admitted, select, view, SetSelection};
 pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};
 
 use crate::history::History;

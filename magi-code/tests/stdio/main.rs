@@ -19,6 +19,7 @@ mod replay_cli;
 mod selection;
 mod sessions;
 mod startup;
+mod subagents;
 mod tool_cards;
 mod tools;
 mod transport;
