@@ -126,7 +126,10 @@ pub fn prepare(
         records,
     );
     let settings = &ctx.rt.settings;
-    let class = class_of(ctx, name).or_else(|| client.then_some(ToolClass::Client));
+    // A tool the primary profile does not offer is refused like an unknown one.
+    let class = class_of(ctx, name)
+        .or_else(|| client.then_some(ToolClass::Client))
+        .filter(|_| super::context::offered(&ctx.rt, name));
     let policy = class.map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,

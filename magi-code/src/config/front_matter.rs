@@ -331,3 +331,141 @@ pub fn fuzz(data: &[u8]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(src: &str) -> BTreeMap<String, Value> {
+        parse(src.as_bytes()).unwrap().keys
+    }
+
+    fn text(v: &str) -> Value {
+        Value::Text(v.to_owned())
+    }
+
+    fn list(v: &[&str]) -> Value {
+        Value::List(v.iter().map(|s| (*s).to_owned()).collect())
+    }
+
+    #[test]
+    fn scalars_plain_and_quoted_with_comments() {
+        let k = keys(
+            "---\n# a comment\nname: reviewer # trailing\nsingle: 'it''s: ok'\n\
+             double: \"a \\\"b\\\"\\n\" # c\nempty:\nfolded: one\n  two\n---\nbody\n",
+        );
+        assert_eq!(k["name"], text("reviewer"));
+        assert_eq!(k["single"], text("it's: ok"));
+        assert_eq!(k["double"], text("a \"b\"\n"));
+        assert_eq!(k["empty"], text(""));
+        assert_eq!(k["folded"], text("one two"));
+    }
+
+    #[test]
+    fn flow_and_block_lists() {
+        let k = keys(
+            "---\na: [read_file, \"grep\", 'x, y']\nb: []\nc:\n  - one\n  - 'two'\n- three\nd: [ ]\n---\n",
+        );
+        assert_eq!(k["a"], list(&["read_file", "grep", "x, y"]));
+        assert_eq!(k["b"], list(&[]));
+        assert_eq!(k["c"], list(&["one", "two", "three"]));
+        assert_eq!(k["d"], list(&[]));
+    }
+
+    #[test]
+    fn nested_blocks_are_kept_opaque() {
+        let k = keys("---\nmetadata:\n  author: me\n  v: 1\nlong: |\n  x\nname: n\n---\n");
+        assert_eq!(k["metadata"], Value::Nested);
+        assert_eq!(k["long"], Value::Nested);
+        assert_eq!(k["name"], text("n"));
+        let d = parse(b"---\nm:\n  a: b\n---\n").unwrap();
+        assert_eq!(d.text("m"), Err(Bad("not a scalar")));
+        assert_eq!(d.list("m"), Err(Bad("not a list")));
+        assert_eq!(d.text("absent"), Ok(None));
+    }
+
+    #[test]
+    fn body_follows_the_closing_line_crlf_and_bom_accepted() {
+        let d = parse(b"\xEF\xBB\xBF---\r\nname: a\r\n---\r\nThe body.\r\n").unwrap();
+        assert_eq!(d.keys["name"], text("a"));
+        assert_eq!(d.body, "The body.\r\n");
+        let d = parse(b"---\nname: a\n---").unwrap();
+        assert_eq!(d.body, "");
+        // A body that is not UTF-8 (e.g. cut by a read bound) is kept lossily.
+        let d = parse(b"---\nname: a\n---\n\xE2\x82").unwrap();
+        assert_eq!(d.body, "\u{FFFD}");
+    }
+
+    #[test]
+    fn what_does_not_parse() {
+        let bad: &[&[u8]] = &[
+            b"",
+            b"name: a\n",
+            b"\n---\nname: a\n---\n",
+            b"---\nname: a\n",
+            b"---\nname: a",
+            b"---\nname: a\nname: b\n---\n",
+            b"---\n  indented: a\n---\n",
+            b"---\n- a\n---\n",
+            b"---\nno colon\n---\n",
+            b"---\nkey:value\n---\n",
+            b"---\nbad key: a\n---\n",
+            b"---\na: b: c\n---\n",
+            b"---\na: 'unclosed\n---\n",
+            b"---\na: \"bad \\q escape\"\n---\n",
+            b"---\na: \"x\" y\n---\n",
+            b"---\na: [x, y\n---\n",
+            b"---\na: [x,, y]\n---\n",
+            b"---\na: [x] y\n---\n",
+            b"---\na: [x, [y]]\n---\n",
+            b"---\na: x\n- y\n---\n",
+            b"---\na: \xFF\n---\n",
+            b"---\na:\n  - [x]\n---\n",
+        ];
+        for b in bad {
+            assert!(parse(b).is_err(), "{:?}", String::from_utf8_lossy(b));
+        }
+    }
+
+    #[test]
+    fn key_and_item_bounds_edges() {
+        let many = |n: usize| {
+            let mut s = String::from("---\n");
+            for i in 0..n {
+                s.push_str(&format!("k{i}: v\n"));
+            }
+            s + "---\n"
+        };
+        assert_eq!(keys(&many(MAX_KEYS)).len(), MAX_KEYS);
+        assert_eq!(
+            parse(many(MAX_KEYS + 1).as_bytes()),
+            Err(Bad("too many keys"))
+        );
+        let flow = |n: usize| format!("---\nt: [{}]\n---\n", vec!["x"; n].join(", "));
+        assert_eq!(keys(&flow(MAX_ITEMS))["t"], list(&vec!["x"; MAX_ITEMS]));
+        assert_eq!(
+            parse(flow(MAX_ITEMS + 1).as_bytes()),
+            Err(Bad("too many items"))
+        );
+        let block = |n: usize| format!("---\nt:\n{}---\n", "  - x\n".repeat(n));
+        assert_eq!(keys(&block(MAX_ITEMS))["t"], list(&vec!["x"; MAX_ITEMS]));
+        assert_eq!(
+            parse(block(MAX_ITEMS + 1).as_bytes()),
+            Err(Bad("too many items"))
+        );
+    }
+
+    #[test]
+    fn fuzz_entry_survives_odd_inputs() {
+        for b in [
+            &b"---"[..],
+            b"---\n---",
+            b"---\na: '",
+            b"---\na: \"\\",
+            b"---\n\xFF",
+            b"---\r",
+        ] {
+            fuzz(b);
+        }
+    }
+}

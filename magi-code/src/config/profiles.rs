@@ -190,3 +190,191 @@ pub fn load(root: &Path, cwd: &Path, agent: Option<&str>) -> Result<Vec<Profile>
 pub fn primary<'a>(profiles: &'a [Profile], agent: Option<&str>) -> Option<&'a Profile> {
     agent.and_then(|a| profiles.iter().find(|p| p.name == a))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A storage root and a cwd, canonical, in one temporary folder.
+    fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(d.path()).unwrap();
+        let (root, cwd) = (base.join("home"), base.join("cwd"));
+        fs::create_dir_all(root.join("agents")).unwrap();
+        fs::create_dir_all(cwd.join(".magi").join("agents")).unwrap();
+        (d, root, cwd)
+    }
+
+    fn md(name: &str, extra: &str, body: &str) -> String {
+        format!("---\nname: {name}\ndescription: The {name} profile.\n{extra}---\n{body}")
+    }
+
+    fn put(dir: &Path, file: &str, text: impl AsRef<[u8]>) {
+        fs::write(dir.join(file), text).unwrap();
+    }
+
+    #[test]
+    fn a_profile_parses_with_tools_model_and_body() {
+        let p = parse(
+            md(
+                "rev",
+                "tools: [read_file, mcp__fs__read]\nmodel: anthropic/claude-x\n",
+                "\nReview.\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            Profile {
+                name: "rev".into(),
+                description: "The rev profile.".into(),
+                tools: Some(vec!["read_file".into(), "mcp__fs__read".into()]),
+                model: Some("anthropic/claude-x".into()),
+                body: "Review.".into(),
+            }
+        );
+        let p = parse(md("plain", "tools:\n  - grep\n", "").as_bytes()).unwrap();
+        assert_eq!(
+            (p.tools, p.model, p.body.as_str()),
+            (Some(vec!["grep".into()]), None, "")
+        );
+        let p = parse(md("none", "color: blue\n", "x").as_bytes()).unwrap();
+        assert_eq!(p.tools, None, "unknown keys are ignored");
+    }
+
+    #[test]
+    fn every_invalid_profile_cause() {
+        let long_desc = format!(
+            "---\nname: a\ndescription: {}\n---\n",
+            "d".repeat(DESCRIPTION_BYTES + 1)
+        );
+        let bad = [
+            "no front matter at all".to_owned(),
+            "---\nname: a\ndescription: b\n".to_owned(),
+            "---\ndescription: b\n---\n".to_owned(),
+            "---\nname: a\n---\n".to_owned(),
+            "---\nname: a\ndescription:\n---\n".to_owned(),
+            md("has space", "", ""),
+            md("a/b", "", ""),
+            md(&"n".repeat(65), "", ""),
+            md("a", "model: no-slash\n", ""),
+            md("a", "model: /m\n", ""),
+            md("a", "model: p/\n", ""),
+            md("a", "model: [a/b]\n", ""),
+            md("a", "tools: read_file\n", ""),
+            md("a", "tools: [\"has space\"]\n", ""),
+            md("a", "tools:\n  key: v\n", ""),
+            "---\nname: [a]\ndescription: b\n---\n".to_owned(),
+            long_desc,
+        ];
+        for b in &bad {
+            assert!(parse(b.as_bytes()).is_err(), "{b:?}");
+        }
+        let ok = format!(
+            "---\nname: a\ndescription: {}\n---\n",
+            "d".repeat(DESCRIPTION_BYTES)
+        );
+        assert!(parse(ok.as_bytes()).is_ok());
+        assert!(parse(md(&"n".repeat(64), "", "").as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn file_size_bound_edge() {
+        let head = md("a", "", "");
+        let fill = |n: usize| format!("{head}{}", "x".repeat(n - head.len()));
+        assert!(parse(fill(PROFILE_FILE_BYTES).as_bytes()).is_ok());
+        assert_eq!(
+            parse(fill(PROFILE_FILE_BYTES + 1).as_bytes()),
+            Err(ProfileInvalid("file too large"))
+        );
+        let (_d, root, cwd) = tree();
+        put(&root.join("agents"), "a.md", fill(PROFILE_FILE_BYTES));
+        assert_eq!(load(&root, &cwd, None).unwrap().len(), 1);
+        put(&root.join("agents"), "a.md", fill(PROFILE_FILE_BYTES + 1));
+        assert!(load(&root, &cwd, None).is_err());
+    }
+
+    #[test]
+    fn project_wins_over_global_and_agent_must_exist() {
+        let (_d, root, cwd) = tree();
+        put(
+            &root.join("agents"),
+            "x.md",
+            md("shared", "", "global body"),
+        );
+        put(&root.join("agents"), "g.md", md("only-global", "", ""));
+        put(
+            &cwd.join(".magi/agents"),
+            "y.md",
+            md("shared", "", "project body"),
+        );
+        put(&cwd.join(".magi/agents"), "notes.txt", "not a profile");
+        fs::create_dir(cwd.join(".magi/agents/dir.md")).unwrap();
+        let all = load(&root, &cwd, Some("only-global")).unwrap();
+        let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["only-global", "shared"]);
+        assert_eq!(all[1].body, "project body");
+        assert_eq!(primary(&all, Some("shared")).unwrap().body, "project body");
+        assert_eq!(
+            load(&root, &cwd, Some("nobody")),
+            Err(ProfileInvalid("unknown agent"))
+        );
+    }
+
+    #[test]
+    fn one_name_twice_in_a_folder_is_invalid() {
+        let (_d, root, cwd) = tree();
+        put(&cwd.join(".magi/agents"), "a.md", md("same", "", ""));
+        put(&cwd.join(".magi/agents"), "b.md", md("same", "", ""));
+        assert_eq!(
+            load(&root, &cwd, None),
+            Err(ProfileInvalid("duplicate name"))
+        );
+        let (_d, root, cwd) = tree();
+        put(&root.join("agents"), "a.md", md("same", "", ""));
+        put(&root.join("agents"), "b.md", md("same", "", ""));
+        assert!(load(&root, &cwd, None).is_err());
+    }
+
+    #[test]
+    fn a_bad_file_in_either_folder_is_invalid_missing_folders_are_none() {
+        let (_d, root, cwd) = tree();
+        put(&root.join("agents"), "bad.md", "no front matter");
+        assert!(load(&root, &cwd, None).is_err());
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(
+            load(&d.path().join("h"), &d.path().join("c"), None),
+            Ok(Vec::new())
+        );
+        assert!(load(&d.path().join("h"), &d.path().join("c"), Some("a")).is_err());
+    }
+
+    #[test]
+    fn profiles_per_folder_bound_edge() {
+        let (_d, root, cwd) = tree();
+        let dir = cwd.join(".magi/agents");
+        for i in 0..MAX_PROFILES_PER_FOLDER {
+            put(&dir, &format!("p{i}.md"), md(&format!("p{i}"), "", ""));
+        }
+        assert_eq!(
+            load(&root, &cwd, None).unwrap().len(),
+            MAX_PROFILES_PER_FOLDER
+        );
+        put(&dir, "z.md", md("z", "", ""));
+        assert_eq!(
+            load(&root, &cwd, None),
+            Err(ProfileInvalid("too many profiles"))
+        );
+    }
+
+    #[test]
+    fn a_fifo_named_md_is_not_read() {
+        let (_d, root, cwd) = tree();
+        let p = root.join("agents").join("f.md");
+        let ok = std::process::Command::new("mkfifo").arg(&p).status();
+        assert!(ok.unwrap().success(), "mkfifo failed");
+        assert_eq!(load(&root, &cwd, None), Ok(Vec::new()));
+    }
+}

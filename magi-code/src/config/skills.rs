@@ -90,3 +90,103 @@ pub fn load(root: &Path, cwd: &Path, disabled: &[String]) -> Vec<Skill> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(d.path()).unwrap();
+        (d, base.join("home"), base.join("cwd"))
+    }
+
+    fn skill(base: &Path, folder: &str, text: &str) -> PathBuf {
+        let dir = base.join(folder);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(SKILL_MD), text).unwrap();
+        dir.join(SKILL_MD)
+    }
+
+    fn md(name: &str, description: &str) -> String {
+        format!("---\nname: {name}\ndescription: {description}\nlicense: MIT\n---\n# Steps\n")
+    }
+
+    fn names(s: &[Skill]) -> Vec<&str> {
+        s.iter().map(|k| k.name.as_str()).collect()
+    }
+
+    #[test]
+    fn project_wins_disabled_filters_bad_ones_left_out() {
+        let (_d, root, cwd) = tree();
+        let g = root.join("skills");
+        let p = cwd.join(".magi").join("skills");
+        skill(&g, "pdf", &md("pdf", "global pdf"));
+        let project_pdf = skill(&p, "pdf", &md("pdf", "project pdf"));
+        skill(&g, "off", &md("off", "disabled"));
+        skill(&g, "mismatch", &md("other", "name differs from the folder"));
+        skill(&p, "broken", "no front matter");
+        skill(&p, "nodesc", "---\nname: nodesc\n---\n");
+        fs::create_dir_all(p.join("empty")).unwrap();
+        skill(&g, "zeta", &md("zeta", "last"));
+        let s = load(&root, &cwd, &["off".to_owned()]);
+        assert_eq!(names(&s), ["pdf", "zeta"]);
+        assert_eq!(s[0].description, "project pdf");
+        assert_eq!(s[0].path, project_pdf);
+        assert!(s[1].path.is_absolute());
+    }
+
+    #[test]
+    fn a_project_skill_that_does_not_parse_leaves_the_global_one() {
+        let (_d, root, cwd) = tree();
+        skill(&root.join("skills"), "a", &md("a", "global"));
+        skill(&cwd.join(".magi/skills"), "a", "broken");
+        assert_eq!(load(&root, &cwd, &[])[0].description, "global");
+    }
+
+    #[test]
+    fn at_most_64_skills_in_name_order() {
+        let (_d, root, cwd) = tree();
+        for i in 0..=MAX_SKILLS {
+            let n = format!("s{i:03}");
+            skill(&root.join("skills"), &n, &md(&n, "d"));
+        }
+        let s = load(&root, &cwd, &[]);
+        assert_eq!(s.len(), MAX_SKILLS);
+        assert_eq!(s[0].name, "s000");
+        assert_eq!(
+            s[MAX_SKILLS - 1].name,
+            "s063",
+            "the 65th in name order is left out"
+        );
+        let s = load(&root, &cwd, &["s000".to_owned()]);
+        assert_eq!(
+            (s.len(), s[MAX_SKILLS - 1].name.as_str()),
+            (MAX_SKILLS, "s064")
+        );
+    }
+
+    #[test]
+    fn description_cut_at_1_kib_on_a_char_boundary() {
+        let exact = "d".repeat(DESCRIPTION_BYTES);
+        assert_eq!(parse("a", md("a", &exact).as_bytes()).unwrap().1, exact);
+        let over = "d".repeat(DESCRIPTION_BYTES + 1);
+        assert_eq!(parse("a", md("a", &over).as_bytes()).unwrap().1, exact);
+        // 1,023 ASCII bytes then a 2-byte character: the character does not fit whole.
+        let split = format!("{}é", "d".repeat(DESCRIPTION_BYTES - 1));
+        let got = parse("a", md("a", &split).as_bytes()).unwrap().1;
+        assert_eq!(got, "d".repeat(DESCRIPTION_BYTES - 1));
+    }
+
+    #[test]
+    fn front_matter_must_close_within_the_read_bound() {
+        let (_d, root, cwd) = tree();
+        let head = "---\nname: a\ndescription: d\n";
+        let pad = |n: usize| format!("{head}{}---\nbody", "#".repeat(n - head.len() - 4) + "\n");
+        // The closing `---` ends at byte n.
+        skill(&root.join("skills"), "a", &pad(SKILL_HEAD_BYTES));
+        assert_eq!(load(&root, &cwd, &[]).len(), 1);
+        skill(&root.join("skills"), "a", &pad(SKILL_HEAD_BYTES + 1));
+        assert!(load(&root, &cwd, &[]).is_empty());
+    }
+}
