@@ -322,7 +322,7 @@ fn end_of_flow(after: &str) -> Result<(), Bad> {
     }
 }
 
-/// Fuzz entry point (`fuzz/fuzz_targets/profile_front_matter.rs`): never panics.
+/// Exercises the parser and accessors on any bytes (part of `profiles::fuzz`).
 pub fn fuzz(data: &[u8]) {
     if let Ok(doc) = parse(data) {
         for k in doc.keys.keys() {

@@ -191,6 +191,14 @@ pub fn primary<'a>(profiles: &'a [Profile], agent: Option<&str>) -> Option<&'a P
     agent.and_then(|a| profiles.iter().find(|p| p.name == a))
 }
 
+/// Fuzz entry point (`fuzz/fuzz_targets/profile_front_matter.rs`): the front-matter parser
+/// and both readers on any bytes, never panicking.
+pub fn fuzz(data: &[u8]) {
+    front_matter::fuzz(data);
+    let _ = parse(data);
+    let _ = super::skills::parse("a", data);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

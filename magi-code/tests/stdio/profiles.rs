@@ -40,10 +40,13 @@ fn assert_init_fails(env: &Env, code: &str, what: &str) {
     s.shutdown_ok("bye");
 }
 
+/// Writes one wrong configuration into an environment.
+type Setup = Box<dyn Fn(&Env)>;
+
 #[test]
 fn every_wrong_profile_is_profile_invalid_at_initialize() {
     let big = md("big", "", &"x".repeat(32 * 1024));
-    let cases: Vec<(&str, Box<dyn Fn(&Env)>)> = vec![
+    let cases: Vec<(&str, Setup)> = vec![
         (
             "no front matter",
             Box::new(|e| drop(put(&global_agents(e), "a.md", "# just markdown\n"))),
