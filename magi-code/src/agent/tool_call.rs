@@ -132,12 +132,12 @@ pub fn prepare(
         records,
     );
     let settings = &ctx.rt.settings;
-    // A tool this run does not offer (a subagent's `task`, one its profile leaves out) is
-    // unknown to it.
-    let offered = out
-        .allowed
-        .as_ref()
-        .is_none_or(|a| a.iter().any(|t| t == name));
+    // A tool this run does not offer is refused like an unknown one: for a subagent, what its
+    // own tool list holds (never `task`); for a turn, what the primary profile allows.
+    let offered = match &out.allowed {
+        Some(a) => a.iter().any(|t| t == name),
+        None => super::context::offered(&ctx.rt, name),
+    };
     let class = class_of(ctx, name)
         .or_else(|| client.then_some(ToolClass::Client))
         .filter(|_| offered);

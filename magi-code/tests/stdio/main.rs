@@ -14,6 +14,7 @@ mod harness;
 mod http;
 mod launch;
 mod mcp;
+mod profiles;
 mod refresh;
 mod replay_cli;
 mod selection;
