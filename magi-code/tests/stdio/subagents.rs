@@ -427,3 +427,127 @@ fn bad_task_input_is_an_error_result() {
     assert_eq!(summaries[2], "nobody: unknown agent");
     assert!(!subagent_file(&env, &sid, 1).exists());
 }
+
+fn profile_md(name: &str, extra: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: The {name} profile.\n{extra}---\n{body}")
+}
+
+#[test]
+fn a_profile_subagent_gets_its_tools_body_and_admitted_model_and_refusals_are_errors() {
+    let llm = FakeLlm::start(vec![
+        task_call(
+            "k1",
+            &json!({"description": "read", "prompt": "Read it", "agent": "reader"}),
+        ),
+        // Outside the profile's tools: refused like an unknown tool.
+        chat_tool_call("w1", "write_file", r#"{"path":"x.txt","content":"no"}"#),
+        chat_text(&["read only"]),
+        task_call(
+            "k2",
+            &json!({"description": "x", "prompt": "p", "agent": "hidden"}),
+        ),
+        task_call(
+            "k3",
+            &json!({"description": "x", "prompt": "p", "agent": "nomodel"}),
+        ),
+        chat_text(&["finished"]),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "provider": "local", "model": "tiny",
+        "providers": {
+            "local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)},
+            "catalog": {"enabled": ["local/big", "local/tiny"]},
+        },
+        "tools": {"write": "allow"},
+        "agents": {"disabled": ["hidden"]},
+    }));
+    crate::common::write_catalog_cache(&env, "local", json!([{"id": "big"}, {"id": "tiny"}]));
+    let agents = env.home().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let put = |f: &str, t: String| std::fs::write(agents.join(f), t).unwrap();
+    put(
+        "reader.md",
+        profile_md(
+            "reader",
+            "tools: [read_file]\nmodel: local/big\n",
+            "READER BODY",
+        ),
+    );
+    put("hidden.md", profile_md("hidden", "", "HIDDEN BODY"));
+    put(
+        "nomodel.md",
+        profile_md("nomodel", "model: local/absent\n", "NOMODEL BODY"),
+    );
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, "t", &sid, "delegate");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let summaries: Vec<&str> = events(&frames, "activity")
+        .iter()
+        .map(|a| a["data"]["summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "reader: running",
+            "reader: completed",
+            "hidden: running",
+            "hidden: refused: that agent is disabled",
+            "nomodel: running",
+            "nomodel: the agent's model is not available",
+        ]
+    );
+    assert!(!env.cwd.join("x.txt").exists());
+
+    let parent1 = llm.next(WAIT);
+    assert_eq!(parent1.body["model"], "tiny");
+    let task = parent1.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .unwrap();
+    let description = task["function"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("\n- reader: The reader profile."),
+        "{description}"
+    );
+    assert!(
+        description.contains("\n- nomodel: The nomodel profile."),
+        "{description}"
+    );
+    assert!(!description.contains("hidden"), "{description}");
+    assert_eq!(
+        task["function"]["parameters"]["properties"]["agent"]["enum"],
+        json!(["nomodel", "reader"])
+    );
+    let sub1 = llm.next(WAIT);
+    assert_eq!(sub1.body["model"], "big", "the profile's admitted model");
+    assert_eq!(tool_names(&sub1), ["read_file"]);
+    let system = messages(&sub1)[0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("READER BODY") && !system.contains("HIDDEN BODY"),
+        "{system}"
+    );
+    let sub2 = llm.next(WAIT);
+    assert_eq!(
+        last_tool_result(&sub2),
+        ("w1".to_owned(), "unknown tool".to_owned())
+    );
+    let parent2 = llm.next(WAIT);
+    assert_eq!(last_tool_result(&parent2).1, "read only");
+    let parent3 = llm.next(WAIT);
+    assert_eq!(
+        last_tool_result(&parent3).1,
+        "refused: that agent is disabled"
+    );
+    let parent4 = llm.next(WAIT);
+    assert_eq!(
+        last_tool_result(&parent4).1,
+        "the agent's model is not available"
+    );
+    // Only the subagent that ran has a history.
+    assert!(subagent_file(&env, &sid, 1).exists());
+    assert!(!subagent_file(&env, &sid, 2).exists());
+}
