@@ -1,12 +1,52 @@
 //! What a turn sends besides its new input and the replayed conversation: the system prompt and
 //! the tool list.
 
+use crate::config::profiles::{self, Profile};
 use crate::history::ToolSpec;
 use crate::mcp::McpHub;
 use crate::runtime::Runtime;
+use std::fmt::Write as _;
 
-/// The system prompt: the runner's base prompt naming the workspace, then the instructions
-/// admitted at `initialize` (`runner.md` 3).
+/// The primary profile (settings `agent`), if any.
+fn primary(rt: &Runtime) -> Option<&Profile> {
+    profiles::primary(&rt.profiles, rt.settings.agent.as_deref())
+}
+
+/// Whether the tool called `name` is offered to the primary agent: every tool, unless the
+/// primary profile lists its `tools` (`runner.md` 7). A call to one not offered is refused
+/// like an unknown tool.
+#[must_use]
+pub fn offered(rt: &Runtime, name: &str) -> bool {
+    primary(rt)
+        .and_then(|p| p.tools.as_ref())
+        .is_none_or(|t| t.iter().any(|n| n == name))
+}
+
+/// The skills list of the system prompt; empty without skills.
+fn skills_list(rt: &Runtime) -> String {
+    if rt.skills.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "Skills: each holds instructions for one kind of task. When the task matches a skill's \
+         description, read its SKILL.md with read_file (at the absolute path given) before you \
+         start, and follow it.",
+    );
+    for k in &rt.skills {
+        let _ = write!(
+            s,
+            "\n- {}: {} ({})",
+            k.name,
+            k.description,
+            k.path.display()
+        );
+    }
+    s
+}
+
+/// The system prompt: the runner's base prompt naming the workspace, the skills list, the
+/// primary profile's body (`runner.md` 7), then the instructions admitted at `initialize`
+/// (`runner.md` 3); empty parts are left out.
 #[must_use]
 pub fn instructions(rt: &Runtime) -> String {
     let base = format!(
@@ -16,18 +56,21 @@ pub fn instructions(rt: &Runtime) -> String {
          what you changed.",
         rt.cwd.display()
     );
-    if rt.instructions.is_empty() {
-        base
-    } else {
-        format!("{base}\n\n{}", rt.instructions)
-    }
+    let skills = skills_list(rt);
+    let body = primary(rt).map_or("", |p| p.body.as_str());
+    let parts = [skills.as_str(), body, rt.instructions.as_str()];
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .fold(base, |acc, p| format!("{acc}\n\n{p}"))
 }
 
-/// The tools offered to the model: the built-ins, then the MCP servers' tools, then the
-/// client's (`client.tools`).
+/// The tools offered to the model: the built-ins (`task` last), then the MCP servers' tools,
+/// then the client's (`client.tools`), only those the primary profile allows.
 #[must_use]
 pub fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
     let mut specs = crate::tools::specs();
+    specs.push(super::subagent::spec(rt));
     specs.extend(mcp.into_iter().flat_map(McpHub::tools).map(|t| ToolSpec {
         name: t.name.clone(),
         description: t.description.clone(),
@@ -38,5 +81,71 @@ pub fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
         description: t.description.clone(),
         input_schema: t.input_schema.clone(),
     }));
+    specs.retain(|t| offered(rt, &t.name));
     specs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Settings, Skill};
+    use std::path::PathBuf;
+
+    fn rt(agent: Option<&str>, tools: Option<&[&str]>) -> Runtime {
+        let settings = Settings {
+            agent: agent.map(str::to_owned),
+            ..Settings::default()
+        };
+        Runtime {
+            root: PathBuf::from("/r"),
+            cwd: PathBuf::from("/w"),
+            settings,
+            context_id: "0".repeat(64),
+            instructions: "AGENTS text".into(),
+            client_tools: Vec::new(),
+            tool_cards: false,
+            profiles: vec![Profile {
+                name: "rev".into(),
+                description: "Reviews.".into(),
+                tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+                model: None,
+                body: "PROFILE BODY".into(),
+            }],
+            skills: vec![Skill {
+                name: "pdf".into(),
+                description: "Fill PDF forms.".into(),
+                path: PathBuf::from("/h/skills/pdf/SKILL.md"),
+            }],
+        }
+    }
+
+    #[test]
+    fn prompt_order_is_base_skills_profile_body_instructions() {
+        let p = instructions(&rt(Some("rev"), None));
+        let at = |s: &str| p.find(s).unwrap_or_else(|| panic!("{s} missing from {p}"));
+        assert!(at("You are magi-code") < at("- pdf: Fill PDF forms. (/h/skills/pdf/SKILL.md)"));
+        assert!(at("read_file") < at("PROFILE BODY"));
+        assert!(at("/h/skills/pdf/SKILL.md") < at("PROFILE BODY"));
+        assert!(at("PROFILE BODY") < at("AGENTS text"));
+        let p = instructions(&rt(None, None));
+        assert!(!p.contains("PROFILE BODY"), "no primary profile, no body");
+    }
+
+    #[test]
+    fn a_primary_profile_with_tools_limits_what_is_offered() {
+        let names = |r: &Runtime| {
+            tools(r, None)
+                .into_iter()
+                .map(|t| t.name)
+                .collect::<Vec<_>>()
+        };
+        let limited = rt(Some("rev"), Some(&["read_file", "mcp__x__y"]));
+        assert_eq!(names(&limited), ["read_file"]);
+        assert!(offered(&limited, "mcp__x__y") && !offered(&limited, "shell"));
+        let all = names(&rt(Some("rev"), None));
+        assert!(all.contains(&"shell".to_owned()) && all.contains(&"read_file".to_owned()));
+        // A profile that is not primary limits nothing.
+        assert_eq!(names(&rt(None, Some(&[]))).len(), all.len());
+        assert!(names(&rt(Some("rev"), Some(&[]))).is_empty());
+    }
 }

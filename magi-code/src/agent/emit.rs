@@ -3,9 +3,10 @@
 
 use super::approvals::Approvals;
 use super::client_calls::ClientCalls;
+use super::subagent::Quiet;
 use crate::history::{Body, Record};
 use crate::runtime::Runtime;
-use crate::session::{self, SessionState};
+use crate::session::{self, Selection, SessionState};
 use crate::util::cancel::Cancel;
 use io_driver::EventSink;
 use protocol_core::{ErrorCode, WorkerEvent};
@@ -62,6 +63,13 @@ pub struct RunOutput<'a> {
     pub activities: usize,
     /// A call found no room under that bound.
     pub activities_full: bool,
+    /// The selection the run's model runs on (a `task` call's subagent starts from it).
+    pub selection: Option<Selection>,
+    /// A subagent's output: its records go to its own history and the client sees none of
+    /// its events but approval requests (which name the parent run).
+    pub subagent: Option<Quiet>,
+    /// The tool names this run may call; `None`: every tool a turn offers.
+    pub allowed: Option<Vec<String>>,
 }
 
 impl<'a> RunOutput<'a> {
@@ -75,6 +83,9 @@ impl<'a> RunOutput<'a> {
             output_lost: false,
             activities: 0,
             activities_full: false,
+            selection: None,
+            subagent: None,
+            allowed: None,
         }
     }
 
@@ -102,7 +113,7 @@ impl<'a> RunOutput<'a> {
     /// Sends an event that must arrive; if it cannot within [`CRITICAL_WAIT`], the run is
     /// cancelled and will end `output_unavailable`.
     pub fn critical(&mut self, name: &str, fields: Value) {
-        if self.output_lost {
+        if self.output_lost || (self.subagent.is_some() && name != "approval.requested") {
             return;
         }
         let ev = WorkerEvent::RunEvent {
@@ -129,6 +140,9 @@ impl<'a> RunOutput<'a> {
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
     /// Whether it was sent.
     pub fn delta(&self, message_id: &str, part: usize, text: &str) -> bool {
+        if self.subagent.is_some() {
+            return true;
+        }
         self.ctx
             .sink
             .try_send(self.delta_event(message_id, part, text))
@@ -137,6 +151,9 @@ impl<'a> RunOutput<'a> {
     /// [`Self::delta`], waiting up to `wait` for room: a full chunk of coalesced text is worth
     /// slowing the provider's stream for.
     pub fn delta_wait(&self, message_id: &str, part: usize, text: &str, wait: Duration) -> bool {
+        if self.subagent.is_some() {
+            return true;
+        }
         self.ctx
             .sink
             .send_timeout(self.delta_event(message_id, part, text), wait)
@@ -155,11 +172,18 @@ impl<'a> RunOutput<'a> {
     /// A record of this run's session, stamped now.
     #[must_use]
     pub fn record(&self, body: Body) -> Record {
-        Record::now(&self.session_id, body)
+        let session_id = self
+            .subagent
+            .as_ref()
+            .map_or(self.session_id.as_str(), Quiet::id);
+        Record::now(session_id, body)
     }
 
-    /// Appends records to the attachment durably.
+    /// Appends records durably: to the attachment, or to a subagent's own history.
     pub fn append(&self, records: &[Record]) -> Result<(), ErrorCode> {
+        if let Some(q) = &self.subagent {
+            return q.append(records);
+        }
         let mut st = self.ctx.state();
         let a = st.attachment.as_mut().ok_or(ErrorCode::PersistenceFailed)?;
         session::append(&self.ctx.rt, a, records)

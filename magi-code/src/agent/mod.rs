@@ -4,6 +4,7 @@
 
 pub mod answers;
 pub mod approvals;
+pub mod client;
 pub mod client_calls;
 pub mod client_tool;
 pub mod context;
@@ -12,6 +13,7 @@ pub mod hooks;
 pub mod outcome;
 pub mod repeats;
 pub mod segment;
+pub mod subagent;
 pub mod title;
 pub mod tool_call;
 pub mod turn_loop;
@@ -22,8 +24,6 @@ pub use emit::{RunOutput, TurnCtx, CRITICAL_WAIT};
 pub use outcome::{Finished, Persistence, RunOutcome};
 pub use title::TitleJob;
 
-use crate::providers::model::Thinking;
-use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
 use crate::session::{self, Selection};
 use protocol_core::{ErrorCode, RequestId, WorkerEvent};
 use turn_loop::LoopParams;
@@ -67,21 +67,16 @@ pub fn run_turn(
     };
     let rt = &ctx.rt;
     let selection = selection.unwrap_or_else(|| Selection::startup(rt));
-    let mut client: Box<dyn ModelClient> =
-        match (selection.provider.as_str(), selection.model.as_str()) {
-            ("scripted", "echo") => Box::new(ScriptedModel::echo(&prompt)),
-            ("scripted", "script") => {
-                let Some(script) = rt.settings.scripted_script.as_deref().and_then(load_script)
-                else {
-                    return reject(ErrorCode::ExecutionFailed);
-                };
-                Box::new(ScriptedModel::script(script[turns % script.len()].clone()))
-            }
-            (provider, model) => match providers::target(rt, provider, model) {
-                Some(t) => Box::new(HttpModel::new(t)),
-                None => return reject(ErrorCode::ProviderUnavailable),
-            },
-        };
+    let mut client = match client::client(
+        rt,
+        &selection.provider,
+        &selection.model,
+        &prompt,
+        Some(turns),
+    ) {
+        Ok(c) => c,
+        Err(code) => return reject(code),
+    };
     if ctx.cancel.is_cancelled() {
         return reject(ErrorCode::OperationCancelled);
     }
@@ -91,6 +86,8 @@ pub fn run_turn(
         run_id: run_id.clone(),
     });
     let mut out = RunOutput::new(ctx, session_id, run_id);
+    // A `task` call's subagent starts from the turn's selection.
+    out.selection = Some(selection.clone());
     let instructions = context::instructions(rt);
     let tools = context::tools(rt, ctx.mcp.as_deref());
     let effort = selection.effective_effort();
@@ -100,12 +97,7 @@ pub fn run_turn(
         instructions: &instructions,
         tools: &tools,
         effort: effort.as_deref(),
-        // Only Anthropic has two ways; its catalog entry says which (one bounded read).
-        thinking: if selection.provider == "anthropic" && effort.is_some() {
-            crate::catalog::cache::thinking(rt, &selection.provider, &selection.model)
-        } else {
-            Thinking::Adaptive
-        },
+        thinking: client::thinking(rt, &selection.provider, &selection.model, effort.as_deref()),
         max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
         max_steps: rt.settings.max_steps,
     };

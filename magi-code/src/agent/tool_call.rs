@@ -3,6 +3,7 @@
 use super::approvals::{Decision, APPROVAL_EXPIRY};
 use super::client_tool;
 use super::emit::{RunOutput, TurnCtx};
+use super::subagent;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
 use crate::mcp::McpHub;
@@ -20,11 +21,17 @@ fn activity(
     name: &str,
     summary: &str,
 ) -> (Value, Record) {
-    let event = json!({ "activity_id": id, "kind": "tool", "state": state.as_str(), "name": name, "summary": summary });
+    // `task` calls are the `subagent` activity (`decisions.md` 33).
+    let (kind, wire) = if name == subagent::TOOL {
+        (ActivityKind::Subagent, "subagent")
+    } else {
+        (ActivityKind::Tool, "tool")
+    };
+    let event = json!({ "activity_id": id, "kind": wire, "state": state.as_str(), "name": name, "summary": summary });
     let record = out.record(Body::Activity {
         run_id: out.run_id.clone(),
         activity_id: id.to_owned(),
-        kind: ActivityKind::Tool,
+        kind,
         state,
         name: name.to_owned(),
         summary: Some(summary.to_owned()),
@@ -139,13 +146,12 @@ fn start(
     } else {
         bounded(&describe(ctx, name, input), SUMMARY_BYTES)
     };
-    let (event, record) = activity(
-        out,
-        &activity_id,
-        ActivityState::Started,
-        &shown,
-        &described,
-    );
+    let started = if name == subagent::TOOL {
+        subagent::started(&described)
+    } else {
+        described.clone()
+    };
+    let (event, record) = activity(out, &activity_id, ActivityState::Started, &shown, &started);
     out.critical("activity", event);
     records.push(record);
     // Client tools (`client.tools`) get `Card::client`; every other name is classified here.
@@ -180,13 +186,22 @@ fn policy_and_approval(
     let ctx = out.ctx;
     let client = client_tool::is_client_tool(&ctx.rt, name);
     let settings = &ctx.rt.settings;
-    let class = class_of(ctx, name).or_else(|| client.then_some(ToolClass::Client));
+    // A tool this run does not offer is refused like an unknown one: for a subagent, what its
+    // own tool list holds (never `task`); for a turn, what the primary profile allows.
+    let offered = match &out.allowed {
+        Some(a) => a.iter().any(|t| t == name),
+        None => super::context::offered(&ctx.rt, name),
+    };
+    let class = class_of(ctx, name)
+        .or_else(|| client.then_some(ToolClass::Client))
+        .filter(|_| offered);
     let policy = class.map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,
         ToolClass::Shell => settings.tool_shell,
         ToolClass::Client => settings.tool_client,
         ToolClass::Mcp => settings.tool_mcp,
+        ToolClass::Task => settings.tool_task,
     });
     match policy {
         None => Some("unknown tool"),
@@ -288,6 +303,8 @@ pub fn call(
     } else if client_tool::is_client_tool(&out.ctx.rt, name) {
         // Dispatch point for `client.tools`: the client runs it, never the backend.
         Some(client_tool::run(out, name, input))
+    } else if name == subagent::TOOL {
+        Some(subagent::run(out, input))
     } else if let Some(hub) = mcp_hub(out.ctx, name) {
         Some(call_mcp(out, hub, name, input))
     } else {
@@ -305,11 +322,17 @@ fn mcp_hub<'a>(ctx: &'a TurnCtx<'_>, name: &str) -> Option<&'a McpHub> {
 
 /// The policy class of `name`: a built-in's, `mcp` for an offered MCP tool.
 fn class_of(ctx: &TurnCtx<'_>, name: &str) -> Option<ToolClass> {
+    if name == subagent::TOOL {
+        return Some(ToolClass::Task);
+    }
     tools::class(name).or_else(|| mcp_hub(ctx, name).map(|_| ToolClass::Mcp))
 }
 
 /// The one-line description shown in activities and approvals.
 fn describe(ctx: &TurnCtx<'_>, name: &str, input: &Value) -> String {
+    if name == subagent::TOOL {
+        return subagent::describe(input);
+    }
     if mcp_hub(ctx, name).is_some() {
         let line = format!("{name} {input}").replace(['\n', '\r'], " ");
         return sanitize_text(&line);

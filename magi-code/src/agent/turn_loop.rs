@@ -439,7 +439,10 @@ fn finish(out: &mut RunOutput<'_>, end: End, mut records: Vec<Record>, degraded:
             error_code: code.or(Some(ErrorCode::PersistenceFailed)),
         };
     }
-    let revision = {
+    // A subagent's history is its own file: the session's revision does not move.
+    let revision = if out.subagent.is_some() {
+        None
+    } else {
         let mut st = out.ctx.state();
         st.attachment
             .as_mut()

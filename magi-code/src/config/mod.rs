@@ -1,6 +1,7 @@
 //! Configuration: the merged, validated settings of one child, its instructions, profiles,
 //! skills and hook definitions.
 
+pub mod front_matter;
 pub mod hooks;
 pub mod instructions;
 pub mod profiles;

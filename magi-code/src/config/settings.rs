@@ -34,6 +34,8 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
 pub const MAX_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Most `instructions` paths: each is opened at startup, so a long list must not stall it.
 pub const MAX_INSTRUCTION_PATHS: usize = 64;
+/// Most names in `agents.disabled` or `skills.disabled`.
+pub const MAX_DISABLED_NAMES: usize = 256;
 
 /// A settings problem; reported as `configuration_invalid` without detail on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +126,8 @@ pub struct Settings {
     pub tool_client: Policy,
     /// Policy for MCP servers' tools (`tools.mcp`, default ask).
     pub tool_mcp: Policy,
+    /// Policy for `task` (subagents; `tools.task`, default allow).
+    pub tool_task: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
     /// `agent`: the primary profile's name, if any.
@@ -158,6 +162,7 @@ impl Default for Settings {
             tool_shell: Policy::Ask,
             tool_client: Policy::Allow,
             tool_mcp: Policy::Ask,
+            tool_task: Policy::Allow,
             retention_days: 30,
             agent: None,
             agents_disabled: Vec::new(),
@@ -305,6 +310,9 @@ fn check_shape(m: &Map<String, Value>) -> R<()> {
             "tools",
             "retention_days",
             "hooks",
+            "agent",
+            "agents",
+            "skills",
         ],
     )?;
     Ok(())
@@ -504,7 +512,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
     }
     if let Some(v) = m.get("tools") {
-        let t = obj(v, &["shell", "write", "read", "client", "mcp"])?;
+        let t = obj(v, &["shell", "write", "read", "client", "mcp", "task"])?;
         if let Some(p) = t.get("read") {
             s.tool_read = policy(p)?;
         }
@@ -520,10 +528,14 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         if let Some(p) = t.get("mcp") {
             s.tool_mcp = policy(p)?;
         }
+        if let Some(p) = t.get("task") {
+            s.tool_task = policy(p)?;
+        }
     }
     if let Some(v) = m.get("hooks") {
         s.hooks = super::hooks::Hooks::parse(v)?;
     }
+    profile_keys(m, &mut s)?;
     if let Some(v) = m.get("retention_days") {
         s.retention_days = v
             .as_u64()
@@ -531,6 +543,41 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
             .ok_or(Invalid("retention_days"))?;
     }
     Ok(s)
+}
+
+/// A profile or skill name: the ID grammar (at most 64 bytes).
+fn id_name(v: &Value) -> R<String> {
+    match v.as_str() {
+        Some(n) if protocol_core::ids::is_id_grammar(n) => Ok(n.to_owned()),
+        _ => Err(Invalid("bad name")),
+    }
+}
+
+/// `{"disabled": [name, ...]}` of `agents` or `skills`.
+fn disabled(v: &Value) -> R<Vec<String>> {
+    let o = obj(v, &["disabled"])?;
+    let Some(list) = o.get("disabled") else {
+        return Ok(Vec::new());
+    };
+    let list = list.as_array().ok_or(Invalid("not an array"))?;
+    if list.len() > MAX_DISABLED_NAMES {
+        return Err(Invalid("too many disabled names"));
+    }
+    list.iter().map(id_name).collect()
+}
+
+/// `agent`, `agents` and `skills` (runner.md §7).
+fn profile_keys(m: &Map<String, Value>, s: &mut Settings) -> R<()> {
+    if let Some(v) = m.get("agent") {
+        s.agent = Some(id_name(v)?);
+    }
+    if let Some(v) = m.get("agents") {
+        s.agents_disabled = disabled(v)?;
+    }
+    if let Some(v) = m.get("skills") {
+        s.skills_disabled = disabled(v)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -801,5 +848,71 @@ mod tests {
         let ok = std::process::Command::new("mkfifo").arg(&p).status();
         assert!(ok.unwrap().success(), "mkfifo failed");
         assert_eq!(read_file(&p), Err(Invalid("not a file")));
+    }
+
+    #[test]
+    fn agent_and_disabled_lists_parse_and_merge() {
+        let g = m(
+            json!({"agent": "reviewer", "agents": {"disabled": ["a"]}, "skills": {"disabled": ["x", "y.z"]}}),
+        );
+        let p = m(json!({"agent": "planner", "skills": {"disabled": []}}));
+        let s = load(g.clone(), p).unwrap();
+        assert_eq!(s.agent.as_deref(), Some("planner"));
+        assert_eq!(s.agents_disabled, vec!["a".to_string()]);
+        assert!(
+            s.skills_disabled.is_empty(),
+            "the project's list replaces the global one"
+        );
+        let s = load(g, None).unwrap();
+        assert_eq!(s.skills_disabled, vec!["x".to_string(), "y.z".to_string()]);
+        let s = load(None, None).unwrap();
+        assert_eq!((s.agent, s.agents_disabled.len()), (None, 0));
+    }
+
+    #[test]
+    fn agent_and_disabled_lists_are_strict() {
+        let long = "a".repeat(65);
+        let bad = [
+            json!({"agent": 5}),
+            json!({"agent": ""}),
+            json!({"agent": "has space"}),
+            json!({"agent": long}),
+            json!({"agents": ["a"]}),
+            json!({"agents": {"disabled": "a"}}),
+            json!({"agents": {"disabled": [1]}}),
+            json!({"agents": {"disabled": ["a/b"]}}),
+            json!({"agents": {"enabled": []}}),
+            json!({"skills": {"disabled": [null]}}),
+            json!({"skills": {"off": []}}),
+            json!({"skills": true}),
+        ];
+        for v in bad {
+            assert!(load(m(v.clone()), None).is_err(), "global {v}");
+            assert!(load(None, m(v.clone())).is_err(), "project {v}");
+        }
+        assert!(load(m(json!({"agent": "a".repeat(64)})), None).is_ok());
+    }
+
+    #[test]
+    fn disabled_lists_bound_edge() {
+        let names = |n: usize| (0..n).map(|i| format!("n{i}")).collect::<Vec<_>>();
+        for key in ["agents", "skills"] {
+            let ok = load(
+                m(json!({key: {"disabled": names(MAX_DISABLED_NAMES)}})),
+                None,
+            )
+            .unwrap();
+            let got = if key == "agents" {
+                ok.agents_disabled
+            } else {
+                ok.skills_disabled
+            };
+            assert_eq!(got.len(), MAX_DISABLED_NAMES, "{key}");
+            let over = load(
+                None,
+                m(json!({key: {"disabled": names(MAX_DISABLED_NAMES + 1)}})),
+            );
+            assert!(over.is_err(), "{key}");
+        }
     }
 }

@@ -10,7 +10,7 @@ pub mod state;
 
 pub use append::{append, append_unseen, refresh};
 pub use page::page;
-pub use selection::{select, view, SetSelection};
+pub use selection::{admitted, select, view, SetSelection};
 pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};
 
 use crate::history::History;

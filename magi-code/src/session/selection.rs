@@ -116,6 +116,64 @@ pub fn restore(rt: &Runtime, summary: &Summary, notices: &mut Vec<Notice>) -> Se
     }
 }
 
+/// A catalog choice as `selection.set` admits it: available, with its permitted efforts and
+/// the effort controls a [`Selection`] keeps; `provider_unavailable` otherwise.
+fn admit(choice: &Value) -> Result<(Vec<String>, Option<Vec<String>>), ErrorCode> {
+    if choice["availability"] != "available" {
+        return Err(ErrorCode::ProviderUnavailable);
+    }
+    let permitted: Vec<String> = choice["permitted_efforts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let efforts: Option<Vec<String>> = match choice["effort_support"]
+        .as_str()
+        .and_then(EffortSupport::parse)
+    {
+        Some(EffortSupport::Supported) => Some(
+            permitted
+                .iter()
+                .filter(|e| *e != "default")
+                .cloned()
+                .collect(),
+        ),
+        Some(EffortSupport::Unsupported) => Some(Vec::new()),
+        _ => None,
+    };
+    Ok((permitted, efforts))
+}
+
+/// `provider/model` as an admitted catalog choice now (a fresh scan, the checks of
+/// `selection.set`): the selection it makes, keeping `requested_effort`. A pair the catalog
+/// does not offer is `selection_invalid`; one not ready is `provider_unavailable`.
+pub fn admitted(
+    rt: &Runtime,
+    provider: &str,
+    model: &str,
+    requested_effort: &str,
+    cancel: &Cancel,
+) -> Result<Selection, ErrorCode> {
+    let snap = scan(rt, provider, cancel)?;
+    let choice: Value = snap
+        .choices
+        .iter()
+        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
+        .find(|c| c["provider"] == provider && c["model"] == model)
+        .ok_or(ErrorCode::SelectionInvalid)?;
+    let (_, efforts) = admit(&choice)?;
+    Ok(Selection {
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        requested_effort: requested_effort.to_owned(),
+        revision: fresh_revision(),
+        efforts,
+    })
+}
+
 /// The params of `selection.set`.
 #[derive(Debug, Clone, Copy)]
 pub struct SetSelection<'a> {
@@ -188,31 +246,7 @@ pub fn select(
         .filter_map(|c| serde_json::from_str::<Value>(c).ok())
         .find(|c| c["provider"] == provider && c["model"] == model)
         .ok_or(ErrorCode::SelectionInvalid)?;
-    if choice["availability"] != "available" {
-        return Err(ErrorCode::ProviderUnavailable);
-    }
-    let permitted: Vec<String> = choice["permitted_efforts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    let efforts: Option<Vec<String>> = match choice["effort_support"]
-        .as_str()
-        .and_then(EffortSupport::parse)
-    {
-        Some(EffortSupport::Supported) => Some(
-            permitted
-                .iter()
-                .filter(|e| *e != "default")
-                .cloned()
-                .collect(),
-        ),
-        Some(EffortSupport::Unsupported) => Some(Vec::new()),
-        _ => None,
-    };
+    let (permitted, efforts) = admit(&choice)?;
     let requested = match effort {
         EffortRequest::Default => "default".to_owned(),
         EffortRequest::Keep => current.requested_effort.clone(),

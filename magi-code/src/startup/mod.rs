@@ -5,7 +5,7 @@ pub mod env;
 
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};
 
-use crate::config::{instructions, settings, Settings};
+use crate::config::{instructions, profiles, settings, skills, Settings};
 use crate::mcp::{self, server::Definition, McpHub, StartError};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
@@ -118,6 +118,10 @@ pub fn run(
     // Read once here, part of the admitted snapshot (runner.md §3).
     let instructions = instructions::load(&root, &cwd, &settings.instructions)
         .map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
+    // After every configuration check, so a bad settings file is reported first.
+    let profiles = profiles::load(&root, &cwd, settings.agent.as_deref())
+        .map_err(|_| failed(ErrorCode::ProfileInvalid))?;
+    let skills = skills::load(&root, &cwd, &settings.skills_disabled);
 
     if settings.startup_delay_ms > 0
         && !cancel.sleep(Duration::from_millis(settings.startup_delay_ms))
@@ -143,8 +147,8 @@ pub fn run(
             instructions,
             client_tools: client_tools.to_vec(),
             tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
-            profiles: Vec::new(),
-            skills: Vec::new(),
+            profiles,
+            skills,
         },
         mcp,
     })

@@ -86,6 +86,18 @@ impl Sessions {
         self.dir.join(format!("{}.jsonl", id.as_str()))
     }
 
+    /// `sessions/subagents`: subagents' histories, never listed nor opened as sessions.
+    #[must_use]
+    pub fn subagents_dir(&self) -> PathBuf {
+        self.dir.join("subagents")
+    }
+
+    /// `sessions/subagents/<id>.jsonl` for a subagent's own ID (`<session_id>-<n>`).
+    #[must_use]
+    pub fn subagent_path(&self, id: &SessionId) -> PathBuf {
+        self.subagents_dir().join(format!("{}.jsonl", id.as_str()))
+    }
+
     /// `sessions/<id>.<kind>.lock`.
     #[must_use]
     pub fn lease_path(&self, id: &SessionId, kind: LeaseKind) -> PathBuf {

@@ -26,6 +26,8 @@ pub enum ToolClass {
     Client,
     /// A tool of an MCP server (`mcp__<server>__<tool>`).
     Mcp,
+    /// `task`: runs a subagent (`runner.md` 7).
+    Task,
 }
 
 /// What a tool run produced.

@@ -66,7 +66,8 @@ impl ToolRegistry {
         }
     }
 
-    /// The six built-in tools of decision 17 (not `task`, which is not built yet).
+    /// The six built-in tools of decision 17; `task` joins per run (`agent::context::tools`),
+    /// since its description names the profiles.
     #[must_use]
     pub fn builtin() -> Self {
         let mut r = Self::empty();

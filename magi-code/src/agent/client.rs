@@ -1,0 +1,47 @@
+//! Which model client a run (a turn or a subagent) talks to, and how its model takes effort.
+
+use crate::providers::model::Thinking;
+use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
+use crate::runtime::Runtime;
+use protocol_core::ErrorCode;
+
+/// The client of `provider`/`model` for a run whose input is `prompt`. `scripted/script` plays
+/// turn `turn` of the script (taken modulo its length); with no turn (a subagent) it echoes
+/// the prompt like `scripted/echo`, since a script's turns belong to the primary conversation.
+pub fn client(
+    rt: &Runtime,
+    provider: &str,
+    model: &str,
+    prompt: &str,
+    turn: Option<usize>,
+) -> Result<Box<dyn ModelClient>, ErrorCode> {
+    Ok(match (provider, model, turn) {
+        ("scripted", "echo", _) | ("scripted", "script", None) => {
+            Box::new(ScriptedModel::echo(prompt))
+        }
+        ("scripted", "script", Some(turn)) => {
+            let script = rt
+                .settings
+                .scripted_script
+                .as_deref()
+                .and_then(load_script)
+                .ok_or(ErrorCode::ExecutionFailed)?;
+            Box::new(ScriptedModel::script(script[turn % script.len()].clone()))
+        }
+        (provider, model, _) => match providers::target(rt, provider, model) {
+            Some(t) => Box::new(HttpModel::new(t)),
+            None => return Err(ErrorCode::ProviderUnavailable),
+        },
+    })
+}
+
+/// How `provider`/`model` takes an explicit effort: only Anthropic has two ways, and its
+/// catalog entry says which (one bounded read).
+#[must_use]
+pub fn thinking(rt: &Runtime, provider: &str, model: &str, effort: Option<&str>) -> Thinking {
+    if provider == "anthropic" && effort.is_some() {
+        crate::catalog::cache::thinking(rt, provider, model)
+    } else {
+        Thinking::Adaptive
+    }
+}
