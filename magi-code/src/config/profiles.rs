@@ -2,6 +2,8 @@
 //! YAML front matter (`name`, `description`, optional `tools` and `model`) and a body.
 
 use super::front_matter::{self, Doc};
+use super::settings::{Invalid, Settings};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
@@ -16,6 +18,8 @@ pub const MAX_PROFILES_PER_FOLDER: usize = 64;
 pub const DESCRIPTION_BYTES: usize = 1024;
 /// Longest tool name in a profile's `tools`.
 pub const TOOL_NAME_BYTES: usize = 128;
+/// Most names in `agents.disabled` or `skills.disabled`.
+pub const MAX_DISABLED_NAMES: usize = 256;
 
 /// One admitted profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,44 @@ fn is_tool_name(s: &str) -> bool {
         && s.len() <= TOOL_NAME_BYTES
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// A profile or skill name: the ID grammar (at most 64 bytes).
+fn id_name(v: &Value) -> Result<String, Invalid> {
+    match v.as_str() {
+        Some(n) if protocol_core::ids::is_id_grammar(n) => Ok(n.to_owned()),
+        _ => Err(Invalid("bad name")),
+    }
+}
+
+/// `{"disabled": [name, ...]}` of `agents` or `skills`.
+fn disabled(v: &Value) -> Result<Vec<String>, Invalid> {
+    let o = v.as_object().ok_or(Invalid("not an object"))?;
+    if o.keys().any(|k| k != "disabled") {
+        return Err(Invalid("unknown key"));
+    }
+    let Some(list) = o.get("disabled") else {
+        return Ok(Vec::new());
+    };
+    let list = list.as_array().ok_or(Invalid("not an array"))?;
+    if list.len() > MAX_DISABLED_NAMES {
+        return Err(Invalid("too many disabled names"));
+    }
+    list.iter().map(id_name).collect()
+}
+
+/// Reads the settings keys `agent`, `agents` and `skills` (runner.md §7) of one settings object.
+pub(super) fn settings_keys(m: &Map<String, Value>, s: &mut Settings) -> Result<(), Invalid> {
+    if let Some(v) = m.get("agent") {
+        s.agent = Some(id_name(v)?);
+    }
+    if let Some(v) = m.get("agents") {
+        s.agents_disabled = disabled(v)?;
+    }
+    if let Some(v) = m.get("skills") {
+        s.skills_disabled = disabled(v)?;
+    }
+    Ok(())
 }
 
 /// Reads one profile from a file's bytes (sans-IO).

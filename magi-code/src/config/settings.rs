@@ -34,8 +34,6 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
 pub const MAX_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Most `instructions` paths: each is opened at startup, so a long list must not stall it.
 pub const MAX_INSTRUCTION_PATHS: usize = 64;
-/// Most names in `agents.disabled` or `skills.disabled`.
-pub const MAX_DISABLED_NAMES: usize = 256;
 
 /// A settings problem; reported as `configuration_invalid` without detail on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -535,7 +533,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     if let Some(v) = m.get("hooks") {
         s.hooks = super::hooks::Hooks::parse(v)?;
     }
-    profile_keys(m, &mut s)?;
+    super::profiles::settings_keys(m, &mut s)?;
     if let Some(v) = m.get("retention_days") {
         s.retention_days = v
             .as_u64()
@@ -543,41 +541,6 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
             .ok_or(Invalid("retention_days"))?;
     }
     Ok(s)
-}
-
-/// A profile or skill name: the ID grammar (at most 64 bytes).
-fn id_name(v: &Value) -> R<String> {
-    match v.as_str() {
-        Some(n) if protocol_core::ids::is_id_grammar(n) => Ok(n.to_owned()),
-        _ => Err(Invalid("bad name")),
-    }
-}
-
-/// `{"disabled": [name, ...]}` of `agents` or `skills`.
-fn disabled(v: &Value) -> R<Vec<String>> {
-    let o = obj(v, &["disabled"])?;
-    let Some(list) = o.get("disabled") else {
-        return Ok(Vec::new());
-    };
-    let list = list.as_array().ok_or(Invalid("not an array"))?;
-    if list.len() > MAX_DISABLED_NAMES {
-        return Err(Invalid("too many disabled names"));
-    }
-    list.iter().map(id_name).collect()
-}
-
-/// `agent`, `agents` and `skills` (runner.md §7).
-fn profile_keys(m: &Map<String, Value>, s: &mut Settings) -> R<()> {
-    if let Some(v) = m.get("agent") {
-        s.agent = Some(id_name(v)?);
-    }
-    if let Some(v) = m.get("agents") {
-        s.agents_disabled = disabled(v)?;
-    }
-    if let Some(v) = m.get("skills") {
-        s.skills_disabled = disabled(v)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -898,7 +861,7 @@ mod tests {
         let names = |n: usize| (0..n).map(|i| format!("n{i}")).collect::<Vec<_>>();
         for key in ["agents", "skills"] {
             let ok = load(
-                m(json!({key: {"disabled": names(MAX_DISABLED_NAMES)}})),
+                m(json!({key: {"disabled": names(crate::config::profiles::MAX_DISABLED_NAMES)}})),
                 None,
             )
             .unwrap();
@@ -907,10 +870,16 @@ mod tests {
             } else {
                 ok.skills_disabled
             };
-            assert_eq!(got.len(), MAX_DISABLED_NAMES, "{key}");
+            assert_eq!(
+                got.len(),
+                crate::config::profiles::MAX_DISABLED_NAMES,
+                "{key}"
+            );
             let over = load(
                 None,
-                m(json!({key: {"disabled": names(MAX_DISABLED_NAMES + 1)}})),
+                m(
+                    json!({key: {"disabled": names(crate::config::profiles::MAX_DISABLED_NAMES + 1)}}),
+                ),
             );
             assert!(over.is_err(), "{key}");
         }
