@@ -6,6 +6,7 @@ pub mod answers;
 pub mod approvals;
 pub mod client_calls;
 pub mod client_tool;
+pub mod compaction;
 pub mod context;
 pub mod emit;
 pub mod outcome;
@@ -43,9 +44,9 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
                     .as_ref()
                     .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
                     == "scripted";
-                let history = match a.replay() {
-                    Ok(_) if scripted => Vec::new(),
-                    Ok(items) => items.to_vec(),
+                let history = match a.replay_state() {
+                    Ok(_) if scripted => crate::history::compact::Snapshot::default(),
+                    Ok(r) => r.snapshot(),
                     Err(code) => return reject(code),
                 };
                 (selection, a.turns, history)
@@ -97,6 +98,12 @@ pub fn run_turn(ctx: &TurnCtx<'_>, id: RequestId, session_id: String, prompt: St
         },
         max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
         max_steps: rt.settings.max_steps,
+        // Compaction applies to HTTP providers: the scripted one reads no conversation.
+        context_window: if selection.provider == "scripted" {
+            u64::MAX
+        } else {
+            crate::catalog::cache::context_window(rt, &selection.provider, &selection.model)
+        },
     };
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.
