@@ -204,9 +204,15 @@ pub fn transcript(items: &[Item], budget: usize) -> String {
             Item::ProviderItem { .. } => None,
         })
         .collect();
-    let mut total: usize = entries.iter().map(|e| e.len() + 2).sum();
+    // Entries are joined by a blank line: two bytes between each.
+    let mut total: usize = entries
+        .iter()
+        .map(|e| e.len() + 2)
+        .sum::<usize>()
+        .saturating_sub(2);
     let mut from = 0;
-    while total > budget && from + 1 < entries.len() {
+    let note = TRIMMED_NOTE.len() + 2;
+    while total + if from > 0 { note } else { 0 } > budget && from + 1 < entries.len() {
         total -= entries[from].len() + 2;
         from += 1;
     }
@@ -239,8 +245,9 @@ pub fn transcript(items: &[Item], budget: usize) -> String {
 #[must_use]
 pub fn summary_budget(window: u64, max_output_tokens: u64) -> usize {
     let input_tokens = window - max_output_tokens.min(window / 2);
-    let bytes = input_tokens.saturating_mul(4)
-        - (SUMMARY_SYSTEM.len() + SUMMARY_INSTRUCTION.len() + 64) as u64;
+    let bytes = input_tokens
+        .saturating_mul(4)
+        .saturating_sub((SUMMARY_SYSTEM.len() + SUMMARY_INSTRUCTION.len() + 64) as u64);
     usize::try_from(bytes).unwrap_or(usize::MAX)
 }
 
@@ -270,7 +277,10 @@ fn summarize(
     let mut budget = summary_budget(window, p.max_output_tokens);
     let mut overflowed = false;
     loop {
-        let text = format!("{}\n\n---\n{SUMMARY_INSTRUCTION}", transcript(items, budget));
+        let text = format!(
+            "{}\n\n---\n{SUMMARY_INSTRUCTION}",
+            transcript(items, budget)
+        );
         let request = [Item::User { text }];
         let req = ModelRequest {
             model: p.model,
@@ -320,7 +330,12 @@ pub fn compact(
         return Compacted::Skipped;
     }
     let id = format!("c-{}", uuid::Uuid::new_v4().simple());
-    let started = activity(out, &id, ActivityState::Started, "summarizing the conversation");
+    let started = activity(
+        out,
+        &id,
+        ActivityState::Started,
+        "summarizing the conversation",
+    );
     let _ = out.append(std::slice::from_ref(&started));
     c.note(std::slice::from_ref(&started));
     let result = summarize(out, client, items, p, c.window);

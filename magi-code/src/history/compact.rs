@@ -232,7 +232,9 @@ pub fn build(
         let ctx = context_text(summary, files, &recent, cwd);
         let total = fixed
             + ctx.len() as u64
-            + items_bytes(&[Item::User { text: String::new() }])
+            + items_bytes(&[Item::User {
+                text: String::new(),
+            }])
             + item_bytes(&Item::Assistant {
                 text: CONTEXT_ACK.to_owned(),
             })

@@ -94,7 +94,10 @@ impl Replay {
     /// Takes the next stored record; `bytes` is its stored line length (LF included).
     pub fn push(&mut self, r: &Record, bytes: usize) {
         self.marks.push(r, self.items.len());
-        if let Body::Compaction { summary: Some(_), .. } = &r.body {
+        if let Body::Compaction {
+            summary: Some(_), ..
+        } = &r.body
+        {
             // The last usage measured the conversation the summary replaced.
             self.last_input_tokens = None;
         }

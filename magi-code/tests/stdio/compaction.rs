@@ -129,7 +129,10 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
     let env = Env::new();
     env.write_global_settings(&settings(&llm));
     let (mut s, sid) = new_session(&env);
-    assert_eq!(outcome(&turn(&mut s, &sid, "first task: say hello")), "completed");
+    assert_eq!(
+        outcome(&turn(&mut s, &sid, "first task: say hello")),
+        "completed"
+    );
     let frames = turn(&mut s, &sid, "second task: write out.txt");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "completed"]);
@@ -138,7 +141,10 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
     assert!(!format!("{frames:?}").contains("SUMMARY-ONE"));
 
     let seen: Vec<Value> = (0..5).map(|_| llm.next(WAIT).body).collect();
-    assert!(llm.drain().is_empty(), "one summary request, no second compaction");
+    assert!(
+        llm.drain().is_empty(),
+        "one summary request, no second compaction"
+    );
     let sum = assert_summary_request(&seen[2]);
     assert!(sum.contains("[user]\nfirst task: say hello"), "{sum}");
     assert!(sum.contains("[tool call: write_file]"), "{sum}");
@@ -150,11 +156,18 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
     // this turn's input, call and result verbatim.
     let m = msgs(&seen[3]);
     let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "tool"], "{m:#?}");
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "user", "assistant", "tool"],
+        "{m:#?}"
+    );
     let ctx = content(&m[1]);
     assert!(ctx.contains("SUMMARY-ONE: greeted"), "{ctx}");
     assert!(ctx.contains("- out.txt"), "{ctx}");
-    assert!(ctx.contains("<user_input>\nfirst task: say hello\n</user_input>"), "{ctx}");
+    assert!(
+        ctx.contains("<user_input>\nfirst task: say hello\n</user_input>"),
+        "{ctx}"
+    );
     assert!(!ctx.contains("second task"), "{ctx}");
     assert_eq!(content(&m[3]), "second task: write out.txt");
     assert_eq!(m[4]["tool_calls"][0]["id"], "w1");
@@ -170,15 +183,25 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
     let comp: Vec<&Value> = recs.iter().filter(|r| r["type"] == "compaction").collect();
     assert_eq!(comp.len(), 1);
     assert_eq!(comp[0]["through"], second_input, "{:#?}", comp[0]);
-    assert!(comp[0]["summary"].as_str().unwrap().starts_with("SUMMARY-ONE"));
+    assert!(comp[0]["summary"]
+        .as_str()
+        .unwrap()
+        .starts_with("SUMMARY-ONE"));
     let acts: Vec<&Value> = recs
         .iter()
         .filter(|r| r["type"] == "activity" && r["kind"] == "compaction")
         .collect();
     assert_eq!(acts.len(), 2);
 
-    let rev = frames.last().unwrap()["data"]["revision"].as_str().unwrap().to_owned();
-    let page = s.call("p", "history.page", &json!({"session_id": sid, "revision": rev}));
+    let rev = frames.last().unwrap()["data"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = s.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
     let entries = result(&page)["entries"].as_array().unwrap().clone();
     let comp = entries.iter().find(|e| e["kind"] == "compaction").unwrap();
     assert!(content_of(comp).contains("SUMMARY-ONE"), "{comp}");
@@ -195,7 +218,12 @@ fn an_oversized_conversation_is_summarized_from_its_newest_part() {
     let mut recs = vec![meta(&env, id)];
     for i in 0..30 {
         let prompt = format!("input-{i:02} {}", "p".repeat(2_000));
-        recs.extend(run(id, &format!("r{i}"), &prompt, Some(&format!("reply-{i:02}"))));
+        recs.extend(run(
+            id,
+            &format!("r{i}"),
+            &prompt,
+            Some(&format!("reply-{i:02}")),
+        ));
     }
     write_history(&env, id, &recs);
     let llm = FakeLlm::start(vec![
@@ -223,7 +251,10 @@ fn an_oversized_conversation_is_summarized_from_its_newest_part() {
     let ctx = content(&m[1]);
     assert!(ctx.contains("SUMMARY-BIG"));
     // The recent inputs fit in 20% of the window (8,000 bytes): the newest three.
-    assert!(ctx.contains("input-29") && ctx.contains("input-27"), "{ctx}");
+    assert!(
+        ctx.contains("input-29") && ctx.contains("input-27"),
+        "{ctx}"
+    );
     assert!(!ctx.contains("input-26"), "{ctx}");
     assert_eq!(content(m.last().unwrap()), "next");
     assert!(step.to_string().len() <= (WINDOW * 2) as usize);
@@ -290,7 +321,9 @@ fn a_failed_summary_request_is_reported_and_the_step_proceeds() {
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "failed"]);
     assert_eq!(diagnostics(&frames), ["compaction_failed"]);
-    assert!(!records(&env, &sid).iter().any(|r| r["type"] == "compaction"));
+    assert!(!records(&env, &sid)
+        .iter()
+        .any(|r| r["type"] == "compaction"));
 }
 
 #[test]
@@ -311,7 +344,10 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
     let seen: Vec<Value> = (0..5).map(|_| llm.next(WAIT).body).collect();
     assert_summary_request(&seen[1]);
     let second = assert_summary_request(&seen[3]);
-    assert!(second.contains("SUMMARY-ONE"), "the second summary sees the first");
+    assert!(
+        second.contains("SUMMARY-ONE"),
+        "the second summary sees the first"
+    );
     drop(a);
     let comps: Vec<Value> = records(&env, &sid)
         .into_iter()
@@ -326,7 +362,10 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
     assert_eq!(result(&open)["durable"], true, "{open}");
     let frames = turn(&mut b, &sid, "delta");
     assert_eq!(outcome(&frames), "completed");
-    assert!(compactions(&frames).is_empty(), "no compaction in the reopened child");
+    assert!(
+        compactions(&frames).is_empty(),
+        "no compaction in the reopened child"
+    );
     let body = llm.next(WAIT).body;
     println!("request after two compactions, reopened: {body:#}");
     let m = msgs(&body);
@@ -336,14 +375,20 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
         .map(|x| (x["role"].as_str().unwrap(), content(x)))
         .collect();
     let ctx = shown[0].1;
-    assert!(ctx.contains("SUMMARY-TWO") && !ctx.contains("SUMMARY-ONE"), "{ctx}");
+    assert!(
+        ctx.contains("SUMMARY-TWO") && !ctx.contains("SUMMARY-ONE"),
+        "{ctx}"
+    );
     assert!(ctx.contains("<user_input>\nalpha\n</user_input>"), "{ctx}");
     assert!(ctx.contains("<user_input>\nbeta\n</user_input>"), "{ctx}");
     assert!(!ctx.contains("gamma"), "{ctx}");
     assert_eq!(
         &shown[1..],
         &[
-            ("assistant", "Understood. I will continue from this summary."),
+            (
+                "assistant",
+                "Understood. I will continue from this summary."
+            ),
             ("user", "gamma"),
             ("assistant", "ok gamma"),
             ("user", "delta"),
