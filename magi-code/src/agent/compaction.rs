@@ -4,7 +4,7 @@
 
 use super::emit::RunOutput;
 use super::turn_loop::LoopParams;
-use crate::history::compact::{self, Snapshot, FILE_TOOLS};
+use crate::history::compact::{self, Pieces, Snapshot, FILE_TOOLS};
 use crate::history::{ActivityKind, ActivityState, Body, Item, Record, ToolSpec};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
 use crate::util::redact::sanitize_text;
@@ -63,11 +63,13 @@ impl Compactor {
     pub fn start(snap: Snapshot, window: u64, fixed: u64, cwd: PathBuf) -> (Self, Vec<Item>) {
         let items = match &snap.summary {
             Some(summary) => compact::build(
-                summary,
-                &snap.files,
-                &snap.inputs[..snap.inputs_before],
-                &snap.mid,
-                &snap.after,
+                &Pieces {
+                    summary,
+                    files: &snap.files,
+                    inputs: &snap.inputs[..snap.inputs_before],
+                    mid: &snap.mid,
+                    after: &snap.after,
+                },
                 window,
                 fixed,
                 &cwd,
@@ -367,16 +369,14 @@ pub fn compact(
         }
     };
     let turn = items.split_off(c.turn_at.min(items.len()));
-    *items = compact::build(
-        &summary,
-        &c.files,
-        &c.inputs,
-        &turn,
-        &[],
-        c.window,
-        c.fixed,
-        &c.cwd,
-    );
+    let pieces = Pieces {
+        summary: &summary,
+        files: &c.files,
+        inputs: &c.inputs,
+        mid: &turn,
+        after: &[],
+    };
+    *items = compact::build(&pieces, c.window, c.fixed, &c.cwd);
     c.turn_at = 2;
     let record = out.record(Body::Compaction {
         summary: Some(summary),
@@ -407,7 +407,7 @@ pub fn begin_turn(out: &RunOutput<'_>, c: &mut Compactor, user: &Record, turn_at
         .and_then(|a| a.history.as_ref())
         .and_then(|h| h.replay().ok())
         .map(crate::history::Replay::records);
-    let through = stored.map_or(c.through.max(1), |n| n.saturating_sub(1));
+    let through = stored.map_or_else(|| c.through.max(1), |n| n.saturating_sub(1));
     c.begin_turn(through, turn_at);
     c.note(std::slice::from_ref(user));
 }

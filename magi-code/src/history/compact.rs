@@ -197,22 +197,35 @@ fn first_step_end(mid: &[Item]) -> Option<usize> {
     Some(k)
 }
 
+/// What a compacted replay is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct Pieces<'a> {
+    /// The summary.
+    pub summary: &'a str,
+    /// Files written or edited.
+    pub files: &'a [String],
+    /// The user inputs before the compacted turn, in order.
+    pub inputs: &'a [String],
+    /// The compacted turn's items, from its input.
+    pub mid: &'a [Item],
+    /// The items after the `compaction` record (never cut).
+    pub after: &'a [Item],
+}
+
 /// What a compaction replays, built for a `window`-token context whose instructions and tool
 /// definitions take `fixed` bytes (`runner.md` 7). Recent inputs are walked newest first while
 /// they fit in 20% of the window; then, while the whole request passes 50% of it, the oldest
 /// chosen input is left out, then the compacted turn's oldest step (its calls with their
 /// results), then the context text and last the turn's input are cut from their end.
 #[must_use]
-pub fn build(
-    summary: &str,
-    files: &[String],
-    inputs: &[String],
-    mid: &[Item],
-    after: &[Item],
-    window: u64,
-    fixed: u64,
-    cwd: &Path,
-) -> Vec<Item> {
+pub fn build(pieces: &Pieces<'_>, window: u64, fixed: u64, cwd: &Path) -> Vec<Item> {
+    let Pieces {
+        summary,
+        files,
+        inputs,
+        mid,
+        after,
+    } = *pieces;
     // 1 token per 4 bytes: 20% of the window is 0.8 bytes per token, 50% is 2.
     let recent_budget = window.saturating_mul(4) / 5;
     let budget = window.saturating_mul(2);

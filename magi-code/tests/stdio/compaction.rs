@@ -302,7 +302,9 @@ fn a_step_that_overflows_after_compaction_fails_the_run() {
     assert_eq!(fin["error_code"], "execution_failed");
     assert_eq!(diagnostics(&frames), ["context_overflow"]);
     assert_eq!(compactions(&frames), ["started", "completed"]);
-    let _ = (0..3).map(|_| llm.next(WAIT)).count();
+    let seen: Vec<Value> = (0..3).map(|_| llm.next(WAIT).body).collect();
+    assert_summary_request(&seen[1]);
+    assert!(seen[2].get("tools").is_some(), "the retried step");
     assert!(llm.drain().is_empty(), "exactly one retry");
 }
 

@@ -45,11 +45,13 @@ fn recent_inputs_walk_newest_first_within_20_percent() {
     // Window 1,000 tokens: 800 bytes of inputs.
     let inputs: Vec<String> = ["a", "b", "c"].iter().map(|c| c.repeat(390)).collect();
     let items = build(
-        "S",
-        &[],
-        &inputs,
-        &[u("now")],
-        &[],
+        &Pieces {
+            summary: "S",
+            files: &[],
+            inputs: &inputs,
+            mid: &[u("now")],
+            after: &[],
+        },
         1_000,
         0,
         Path::new("/w"),
@@ -71,12 +73,34 @@ fn recent_inputs_walk_newest_first_within_20_percent() {
     assert_eq!(items[2], u("now"));
     // 400 + 400 = 800 bytes fits exactly; one byte more does not.
     let two: Vec<String> = vec!["x".repeat(400), "y".repeat(400)];
-    let Item::User { text } = &build("S", &[], &two, &[], &[], 1_000, 0, Path::new("/w"))[0] else {
+    let Item::User { text } = &build(
+        &Pieces {
+            summary: "S",
+            files: &[],
+            inputs: &two,
+            mid: &[],
+            after: &[],
+        },
+        1_000,
+        0,
+        Path::new("/w"),
+    )[0] else {
         panic!()
     };
     assert!(text.contains(&two[0]));
     let two: Vec<String> = vec!["x".repeat(401), "y".repeat(400)];
-    let Item::User { text } = &build("S", &[], &two, &[], &[], 1_000, 0, Path::new("/w"))[0] else {
+    let Item::User { text } = &build(
+        &Pieces {
+            summary: "S",
+            files: &[],
+            inputs: &two,
+            mid: &[],
+            after: &[],
+        },
+        1_000,
+        0,
+        Path::new("/w"),
+    )[0] else {
         panic!()
     };
     assert!(!text.contains(&two[0]) && text.contains(&two[1]));
@@ -89,7 +113,18 @@ fn files_are_relative_to_the_cwd_once_each() {
         "src/a.rs".to_owned(),
         "/elsewhere/b".to_owned(),
     ];
-    let items = build("S", &files, &[], &[], &[], 10_000, 0, Path::new("/w"));
+    let items = build(
+        &Pieces {
+            summary: "S",
+            files: &files,
+            inputs: &[],
+            mid: &[],
+            after: &[],
+        },
+        10_000,
+        0,
+        Path::new("/w"),
+    );
     let Item::User { text } = &items[0] else {
         panic!()
     };
@@ -111,11 +146,13 @@ fn the_replay_is_cut_to_half_the_window() {
         res("c3", 550),
     ];
     let items = build(
-        "S",
-        &[],
-        &["old".into()],
-        &mid,
-        &[],
+        &Pieces {
+            summary: "S",
+            files: &[],
+            inputs: &["old".into()],
+            mid: &mid,
+            after: &[],
+        },
         1_000,
         500,
         Path::new("/w"),
@@ -141,11 +178,13 @@ fn the_replay_is_cut_to_half_the_window() {
     // Past every step, the text is cut: still within the half.
     let huge = vec![u(&"t".repeat(5_000))];
     let items = build(
-        &"s".repeat(5_000),
-        &[],
-        &[],
-        &huge,
-        &[],
+        &Pieces {
+            summary: &"s".repeat(5_000),
+            files: &[],
+            inputs: &[],
+            mid: &huge,
+            after: &[],
+        },
         1_000,
         500,
         Path::new("/w"),
