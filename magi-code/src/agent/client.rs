@@ -35,6 +35,17 @@ pub fn client(
     })
 }
 
+/// The context window compaction works against: the catalog's, else `runner.context_window`;
+/// unbounded for the scripted provider, which reads no conversation.
+#[must_use]
+pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {
+    if provider == "scripted" {
+        u64::MAX
+    } else {
+        crate::catalog::cache::context_window(rt, provider, model)
+    }
+}
+
 /// How `provider`/`model` takes an explicit effort: only Anthropic has two ways, and its
 /// catalog entry says which (one bounded read).
 #[must_use]

@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod client;
 pub mod client_calls;
 pub mod client_tool;
+pub mod compaction;
 pub mod context;
 pub mod emit;
 pub mod hooks;
@@ -54,9 +55,9 @@ pub fn run_turn(
                     .as_ref()
                     .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
                     == "scripted";
-                let history = match a.replay() {
-                    Ok(_) if scripted => Vec::new(),
-                    Ok(items) => items.to_vec(),
+                let history = match a.replay_state() {
+                    Ok(_) if scripted => crate::history::compact::Snapshot::default(),
+                    Ok(r) => r.snapshot(),
                     Err(code) => return reject(code),
                 };
                 (selection, a.turns, history)
@@ -100,6 +101,7 @@ pub fn run_turn(
         thinking: client::thinking(rt, &selection.provider, &selection.model, effort.as_deref()),
         max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
         max_steps: rt.settings.max_steps,
+        context_window: client::context_window(rt, &selection.provider, &selection.model),
     };
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.

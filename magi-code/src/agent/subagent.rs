@@ -9,6 +9,7 @@ use super::emit::RunOutput;
 use super::outcome::RunOutcome;
 use super::turn_loop::{self, LoopParams};
 use crate::config::Profile;
+use crate::history::compact::Snapshot;
 use crate::history::{Body, Record, ToolSpec};
 use crate::mcp::McpHub;
 use crate::runtime::Runtime;
@@ -342,6 +343,7 @@ pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
         thinking: client::thinking(rt, &sel.provider, &sel.model, effort.as_deref()),
         max_output_tokens: rt.settings.max_output_tokens_of(&sel.provider),
         max_steps: rt.settings.max_steps,
+        context_window: client::context_window(rt, &sel.provider, &sel.model),
     };
     // The same loop as a turn, under the parent run's IDs (so its approvals are the parent
     // run's), its records under its own ID in its own file.
@@ -354,7 +356,12 @@ pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
             last_text: String::new(),
         }),
     });
-    let finished = turn_loop::execute(&mut sub, model.as_mut(), &task.prompt, Vec::new(), &params);
+    // A new history: its `session_meta` is the one record before the subagent's input.
+    let fresh = Snapshot {
+        records: 1,
+        ..Snapshot::default()
+    };
+    let finished = turn_loop::execute(&mut sub, model.as_mut(), &task.prompt, fresh, &params);
     if sub.output_lost {
         out.output_lost = true;
     }

@@ -2,11 +2,13 @@
 //! request each, its text streamed, its tool calls run and answered — until a step calls no
 //! tool, then the durable terminal records.
 
+use super::compaction::{self, Compacted, Compactor};
 use super::emit::RunOutput;
 use super::outcome::{Finished, Persistence, RunOutcome};
 use super::repeats::{Repeats, REPEATED};
 use super::segment::{close_segment, Segment};
 use super::tool_call::{self, ToolRun};
+use crate::history::compact::Snapshot;
 use crate::history::{Body, Item, Record, ToolSpec};
 use crate::providers::model::{StopReason, Thinking, Usage};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
@@ -38,6 +40,9 @@ pub struct LoopParams<'a> {
     pub max_output_tokens: u64,
     /// Steps per turn.
     pub max_steps: u32,
+    /// The model's context window in tokens; `u64::MAX` never compacts (the scripted
+    /// provider, which reads no conversation).
+    pub context_window: u64,
 }
 
 /// One step's collected output.
@@ -150,7 +155,7 @@ pub fn execute(
     out: &mut RunOutput<'_>,
     client: &mut dyn ModelClient,
     prompt: &str,
-    history: Vec<Item>,
+    history: Snapshot,
     p: &LoopParams<'_>,
 ) -> Finished {
     let cancel = out.ctx.cancel;
@@ -161,7 +166,7 @@ pub fn execute(
         message_id: Some(input_id.clone()),
         text: prompt.to_owned(),
     });
-    if let Err(code) = out.append(&[user]) {
+    if let Err(code) = out.append(std::slice::from_ref(&user)) {
         return Finished {
             outcome: RunOutcome::Failed,
             persistence: Persistence::NotStarted,
@@ -174,7 +179,10 @@ pub fn execute(
         json!({ "message_id": input_id, "durable": true, "revision": fresh_revision() }),
     );
 
-    let mut items = history;
+    let fixed = compaction::fixed_bytes(p.instructions, p.tools);
+    let cwd = out.ctx.rt.cwd.clone();
+    let (mut comp, mut items) = Compactor::start(history, p.context_window, fixed, cwd);
+    compaction::begin_turn(out, &mut comp, &user, items.len());
     items.push(Item::User {
         text: prompt.to_owned(),
     });
@@ -185,6 +193,7 @@ pub fn execute(
     let mut end = End::Failed(ErrorCode::ExecutionFailed);
     let mut steps = 0u32;
     let mut repeats = Repeats::default();
+    let mut retried = false;
     loop {
         if steps >= p.max_steps {
             out.diagnostic(
@@ -194,6 +203,12 @@ pub fn execute(
             break;
         }
         steps += 1;
+        if comp.due(&items)
+            && compaction::compact(out, client, &mut comp, &mut items, p) == Compacted::Cancelled
+        {
+            end = End::Cancelled;
+            break;
+        }
         let mut seg = Segment::new();
         let mut step = StepOut::default();
         let req = ModelRequest {
@@ -225,6 +240,20 @@ pub fn execute(
                 output_tokens: u.output_tokens,
                 cached_input_tokens: u.cached_input_tokens,
             }));
+        }
+        // A step the provider refused as too long: compact and send it once more.
+        if matches!(result, Err(StepFailure::ContextOverflow))
+            && !retried
+            && records.is_empty()
+            && step.items.is_empty()
+            && seg.text.is_empty()
+            && !cancel.is_cancelled()
+        {
+            retried = true;
+            if compaction::compact(out, client, &mut comp, &mut items, p) == Compacted::Done {
+                steps -= 1;
+                continue;
+            }
         }
         let stopped = match result {
             _ if out.output_lost => Some(End::Failed(ErrorCode::OutputUnavailable)),
@@ -262,6 +291,8 @@ pub fn execute(
             end = End::Failed(ErrorCode::ContentLimit);
             break;
         }
+        retried = false;
+        comp.note(&records);
         // Each tool step is durable before the next request: a crash leaves whole steps.
         if out.append(&records).is_err() {
             degraded = true;

@@ -26,6 +26,8 @@ pub struct Model {
     pub retired: bool,
     /// How an Anthropic model takes effort (`"thinking"`: absent or `adaptive`, or `budget`).
     pub thinking: Thinking,
+    /// The model's context window in tokens (`"context_window"`), if cached.
+    pub context_window: Option<u64>,
 }
 
 /// What one provider's cache holds.
@@ -119,12 +121,17 @@ pub fn read_cache(
                 Some(Some("budget")) => Thinking::Budget,
                 Some(_) => return None,
             };
+            let context_window = match m.get("context_window") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64()?),
+            };
             models.push(Model {
                 id,
                 name,
                 efforts,
                 retired,
                 thinking,
+                context_window,
             });
         }
         Some(if models.is_empty() {
@@ -153,4 +160,22 @@ pub fn thinking(rt: &Runtime, provider: &str, model: &str) -> Thinking {
             .map_or(Thinking::Adaptive, |m| m.thinking),
         _ => Thinking::Adaptive,
     }
+}
+
+/// The context window of `model` of `provider` in tokens (`runner.md` 7): its cache entry's
+/// `context_window`, else `runner.context_window`; either within 1,000–10,000,000.
+#[must_use]
+pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {
+    use crate::config::settings::{MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW};
+    let mut bytes_left = CATALOG_FILE_BYTES;
+    let cached = match read_cache(rt, provider, &mut Sha256::new(), &mut bytes_left) {
+        Ok(Cache::Models { models, .. }) => models
+            .iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window),
+        _ => None,
+    };
+    cached
+        .unwrap_or(rt.settings.context_window)
+        .clamp(MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
 }

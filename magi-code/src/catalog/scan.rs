@@ -46,6 +46,7 @@ fn scripted_models() -> Vec<Model> {
             efforts: Some(Vec::new()),
             retired: false,
             thinking: crate::providers::model::Thinking::Adaptive,
+            context_window: None,
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! History: strict validation of stored JSONL into typed records, the summary that
 //! discovery and reopen need, and the display projection (`docs/history-format.md`).
 
+pub mod compact;
 pub mod projection;
 pub mod record;
 pub mod replay;

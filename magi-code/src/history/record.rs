@@ -120,7 +120,10 @@ pub enum Body {
         /// The summary that replaces what came before.
         #[serde(skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
-        /// A title chosen with it.
+        /// How many records before it the summary replaces, from the session's start.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        through: Option<u64>,
+        /// A title chosen with it (legacy records; still read).
         #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
@@ -371,6 +374,7 @@ impl Body {
             },
             "compaction" => Self::Compaction {
                 summary: opt(m, "summary")?,
+                through: opt_count(m, "through")?,
                 title: opt(m, "title")?,
             },
             "run_finished" => Self::RunFinished {

@@ -2,6 +2,7 @@
 //! from the display projection, and the tools it offers. Providers build their requests from
 //! these types; tools describe themselves with [`ToolSpec`].
 
+use super::compact::{Marks, Snapshot};
 use super::record::{Body, Record, RunOutcome};
 use serde_json::Value;
 
@@ -86,11 +87,20 @@ pub struct Replay {
     turn: Option<Turn>,
     last_input_tokens: Option<u64>,
     bytes_since_usage: u64,
+    marks: Marks,
 }
 
 impl Replay {
     /// Takes the next stored record; `bytes` is its stored line length (LF included).
     pub fn push(&mut self, r: &Record, bytes: usize) {
+        self.marks.push(r, self.items.len());
+        if let Body::Compaction {
+            summary: Some(_), ..
+        } = &r.body
+        {
+            // The last usage measured the conversation the summary replaced.
+            self.last_input_tokens = None;
+        }
         if let Body::Usage { input_tokens, .. } = &r.body {
             self.last_input_tokens = Some(*input_tokens);
             self.bytes_since_usage = 0;
@@ -99,6 +109,7 @@ impl Replay {
         self.bytes_since_usage = self.bytes_since_usage.saturating_add(bytes as u64);
         if let Body::UserInput { run_id, text, .. } = &r.body {
             self.close(None);
+            self.marks.input(self.items.len(), text);
             self.items.push(Item::User { text: text.clone() });
             self.turn = Some(Turn {
                 run_id: run_id.clone(),
@@ -226,6 +237,48 @@ impl Replay {
     #[must_use]
     pub const fn bytes_since_usage(&self) -> u64 {
         self.bytes_since_usage
+    }
+
+    /// Records seen so far, counted from the session's start.
+    #[must_use]
+    pub const fn records(&self) -> u64 {
+        self.marks.records
+    }
+
+    /// What a turn starts from: without a compaction every item and input; after one, its
+    /// summary, the inputs before the turn it compacted, that turn's items up to the
+    /// `compaction` record, and the items since (`runner.md` 7).
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        let m = &self.marks;
+        let mut s = Snapshot {
+            files: m.files.clone(),
+            records: m.records,
+            inputs: m.inputs.iter().map(|(_, _, t)| t.clone()).collect(),
+            last_input_tokens: self.last_input_tokens,
+            bytes_since_usage: self.bytes_since_usage,
+            ..Snapshot::default()
+        };
+        let Some((p, at)) = &m.last else {
+            s.inputs_before = s.inputs.len();
+            s.after = self.items.clone();
+            return s;
+        };
+        let at = (*at).min(self.items.len());
+        let start = m
+            .inputs
+            .iter()
+            .find(|(r, _, _)| *r >= p.through)
+            .map_or(self.items.len(), |(_, i, _)| *i);
+        if start <= at {
+            s.mid = self.items[start..at].to_vec();
+            s.after = self.items[at..].to_vec();
+        } else {
+            s.after = self.items[start..].to_vec();
+        }
+        s.summary = Some(p.summary.clone());
+        s.inputs_before = m.inputs.iter().filter(|(r, _, _)| *r < p.through).count();
+        s
     }
 }
 

@@ -80,6 +80,13 @@ impl Attachment {
         let h = self.history.as_ref().ok_or(ErrorCode::SessionInvalid)?;
         h.replay().map(Replay::items).map_err(ErrorCode::from)
     }
+
+    /// The whole replay state (items and what compaction needs), under the same refusals as
+    /// [`Self::replay`].
+    pub fn replay_state(&self) -> Result<&Replay, ErrorCode> {
+        let h = self.history.as_ref().ok_or(ErrorCode::SessionInvalid)?;
+        h.replay().map_err(ErrorCode::from)
+    }
 }
 
 /// Session state of one child, owned by the session worker.

@@ -252,14 +252,7 @@ fn failures_say_which_and_are_not_retried_when_final() {
             "provider_status",
             1,
         ),
-        (
-            Reply::status(
-                400,
-                &json!({"error": {"code": "context_length_exceeded", "message": "too long"}}),
-            ),
-            "context_overflow",
-            1,
-        ),
+        // A context overflow compacts and retries once: see `compaction.rs`.
     ] {
         let llm = FakeLlm::start(vec![reply]);
         let env = env_for(&llm, &json!({}));

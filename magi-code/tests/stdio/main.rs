@@ -10,6 +10,7 @@ mod agent_responses;
 mod catalog;
 mod chat_cli;
 mod client_tools;
+mod compaction;
 mod harness;
 mod hooks;
 mod http;

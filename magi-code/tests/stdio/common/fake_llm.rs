@@ -313,3 +313,16 @@ pub fn chat_tool_call(id: &str, name: &str, arguments: &str) -> Reply {
         "data: [DONE]\n\n".to_owned(),
     ])
 }
+
+/// `reply` (a Chat SSE reply ending in `[DONE]`) with a usage chunk reporting `prompt_tokens`
+/// input tokens before its terminator.
+#[must_use]
+pub fn chat_with_usage(mut reply: Reply, prompt_tokens: u64) -> Reply {
+    let usage = format!(
+        "data: {}\n\n",
+        serde_json::json!({"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5}})
+    );
+    let at = reply.chunks.len().saturating_sub(1);
+    reply.chunks.insert(at, usage);
+    reply
+}

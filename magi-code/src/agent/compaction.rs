@@ -1,0 +1,422 @@
+//! Auto-compaction of a live turn (`runner.md` 7): the budget check before a step, the summary
+//! request (same model, no tools, its text never streamed), the `compaction` activity and
+//! record, and the compacted conversation the loop goes on with.
+
+use super::emit::RunOutput;
+use super::turn_loop::LoopParams;
+use crate::history::compact::{self, Pieces, Snapshot, FILE_TOOLS};
+use crate::history::{ActivityKind, ActivityState, Body, Item, Record, ToolSpec};
+use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
+use crate::util::redact::sanitize_text;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The system prompt of the summary request.
+pub const SUMMARY_SYSTEM: &str =
+    "You write the summary that replaces the earlier part of a coding session's conversation.";
+/// The fixed instruction after the conversation in the summary request.
+pub const SUMMARY_INSTRUCTION: &str = "Summarize the conversation above so that the work can \
+continue from your summary alone: the user's goals and requests, what has been done and \
+found, decisions made, the current state of the task and what remains to do. Reply with the \
+summary only.";
+/// Most bytes of a stored summary.
+pub const SUMMARY_BYTES: usize = 32 << 10;
+/// The line that says the summary request left out the oldest part of the conversation.
+pub const TRIMMED_NOTE: &str = "[the oldest part of the conversation was left out]";
+
+/// The bytes a request spends on the instructions and the tool definitions.
+#[must_use]
+pub fn fixed_bytes(instructions: &str, tools: &[ToolSpec]) -> u64 {
+    let tools: usize = tools
+        .iter()
+        .map(|t| {
+            json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
+                .to_string()
+                .len()
+        })
+        .sum();
+    (instructions.len() + tools) as u64
+}
+
+/// What a turn knows for compaction besides its items.
+#[derive(Debug, Clone)]
+pub struct Compactor {
+    window: u64,
+    fixed: u64,
+    cwd: PathBuf,
+    files: Vec<String>,
+    pending: Vec<(String, String)>,
+    /// User inputs before the current turn.
+    inputs: Vec<String>,
+    /// The record index of the current turn's input.
+    through: u64,
+    /// The item index of the current turn's input.
+    turn_at: usize,
+    last_input: Option<u64>,
+    bytes_since: u64,
+}
+
+impl Compactor {
+    /// The compactor of a turn starting from `snap`, and the conversation it replays.
+    #[must_use]
+    pub fn start(snap: Snapshot, window: u64, fixed: u64, cwd: PathBuf) -> (Self, Vec<Item>) {
+        let items = match &snap.summary {
+            Some(summary) => compact::build(
+                &Pieces {
+                    summary,
+                    files: &snap.files,
+                    inputs: &snap.inputs[..snap.inputs_before],
+                    mid: &snap.mid,
+                    after: &snap.after,
+                },
+                window,
+                fixed,
+                &cwd,
+            ),
+            None => snap.after,
+        };
+        let c = Self {
+            window,
+            fixed,
+            cwd,
+            files: snap.files,
+            pending: Vec::new(),
+            inputs: snap.inputs,
+            through: snap.records,
+            turn_at: items.len(),
+            last_input: snap.last_input_tokens,
+            bytes_since: snap.bytes_since_usage,
+        };
+        (c, items)
+    }
+
+    /// The turn's input was stored as record `through`, and is item `turn_at`.
+    pub fn begin_turn(&mut self, through: u64, turn_at: usize) {
+        self.through = through;
+        self.turn_at = turn_at;
+    }
+
+    /// Takes records the loop stored: the usage estimate and the files written or edited.
+    pub fn note(&mut self, records: &[Record]) {
+        for r in records {
+            match &r.body {
+                Body::Usage { input_tokens, .. } => {
+                    self.last_input = Some(*input_tokens);
+                    self.bytes_since = 0;
+                    continue;
+                }
+                Body::ToolCall {
+                    call_id,
+                    name,
+                    input,
+                    ..
+                } if FILE_TOOLS.contains(&name.as_str()) => {
+                    if let Some(p) = input.get("path").and_then(Value::as_str) {
+                        self.pending.push((call_id.clone(), p.to_owned()));
+                    }
+                }
+                Body::ToolResult {
+                    call_id, is_error, ..
+                } => {
+                    if let Some(k) = self.pending.iter().position(|(c, _)| c == call_id) {
+                        let (_, path) = self.pending.remove(k);
+                        if !is_error && !self.files.contains(&path) {
+                            self.files.push(path);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let line = serde_json::to_vec(r).map_or(0, |v| v.len() + 1);
+            self.bytes_since = self.bytes_since.saturating_add(line as u64);
+        }
+    }
+
+    /// The estimated input tokens of the next request (`runner.md` 7).
+    #[must_use]
+    pub fn estimate(&self, items: &[Item]) -> u64 {
+        match self.last_input {
+            Some(t) => t.saturating_add(self.bytes_since / 4),
+            None => (self.fixed + compact::items_bytes(items)) / 4,
+        }
+    }
+
+    /// Whether the next request passes 80% of the window.
+    #[must_use]
+    pub fn due(&self, items: &[Item]) -> bool {
+        compact::over_threshold(self.estimate(items), self.window)
+    }
+}
+
+/// How a compaction attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compacted {
+    /// The summary is stored and the items replaced.
+    Done,
+    /// Not attempted: the run's activity bound left no room.
+    Skipped,
+    /// The summary request failed (activity `failed`, diagnostic `compaction_failed`).
+    Failed,
+    /// The run was cancelled meanwhile.
+    Cancelled,
+}
+
+/// Collects the summary's text; nothing is streamed to the client (it is not a message).
+struct Collect<'o, 'a> {
+    out: &'o mut RunOutput<'a>,
+    text: String,
+}
+
+impl StepSink for Collect<'_, '_> {
+    fn event(&mut self, ev: ModelEvent) -> bool {
+        if let ModelEvent::TextDelta(t) = ev {
+            self.text.push_str(&t);
+        }
+        self.text.len() <= SUMMARY_BYTES * 2
+    }
+
+    fn retry(&mut self, attempt: u32, wait: Duration) {
+        let summary = format!(
+            "retrying the summary request in {} ms (retry {attempt} of {})",
+            wait.as_millis(),
+            crate::providers::http::MAX_RETRIES
+        );
+        self.out.diagnostic("provider_retry", &summary);
+    }
+}
+
+/// The conversation as text for the summary request, its oldest entries left out while it
+/// passes `budget` bytes (the newest entry alone is cut to its end). Text keeps every
+/// provider's pairing rules out of the way: no tool calls without tools, no orphan results.
+#[must_use]
+pub fn transcript(items: &[Item], budget: usize) -> String {
+    let entries: Vec<String> = items
+        .iter()
+        .filter_map(|it| match it {
+            Item::User { text } => Some(format!("[user]\n{text}")),
+            Item::Assistant { text } => Some(format!("[assistant]\n{text}")),
+            Item::ToolCall { name, input, .. } => Some(format!("[tool call: {name}]\n{input}")),
+            Item::ToolResult {
+                output, is_error, ..
+            } => Some(format!(
+                "[tool result{}]\n{output}",
+                if *is_error { ", failed" } else { "" }
+            )),
+            Item::ProviderItem { .. } => None,
+        })
+        .collect();
+    // Entries are joined by a blank line: two bytes between each.
+    let mut total: usize = entries
+        .iter()
+        .map(|e| e.len() + 2)
+        .sum::<usize>()
+        .saturating_sub(2);
+    let mut from = 0;
+    let note = TRIMMED_NOTE.len() + 2;
+    while total + if from > 0 { note } else { 0 } > budget && from + 1 < entries.len() {
+        total -= entries[from].len() + 2;
+        from += 1;
+    }
+    let mut t = String::new();
+    if from > 0 {
+        t.push_str(TRIMMED_NOTE);
+        t.push_str("\n\n");
+    }
+    let room = budget.saturating_sub(t.len());
+    let body = entries[from..].join("\n\n");
+    if body.len() > room {
+        let mut cut = body.len() - room;
+        while !body.is_char_boundary(cut) {
+            cut += 1;
+        }
+        if from == 0 {
+            t.push_str(TRIMMED_NOTE);
+            t.push_str("\n\n");
+        }
+        t.push_str(&body[cut..]);
+    } else {
+        t.push_str(&body);
+    }
+    t
+}
+
+/// The bytes the summary request's conversation may take: the window less the output bound
+/// (at most half the window, so a small window still has room), 4 bytes per token, less the
+/// fixed prompt.
+#[must_use]
+pub fn summary_budget(window: u64, max_output_tokens: u64) -> usize {
+    let input_tokens = window - max_output_tokens.min(window / 2);
+    let bytes = input_tokens
+        .saturating_mul(4)
+        .saturating_sub((SUMMARY_SYSTEM.len() + SUMMARY_INSTRUCTION.len() + 64) as u64);
+    usize::try_from(bytes).unwrap_or(usize::MAX)
+}
+
+fn activity(out: &mut RunOutput<'_>, id: &str, state: ActivityState, summary: &str) -> Record {
+    out.critical(
+        "activity",
+        json!({"activity_id": id, "kind": "compaction", "state": state.as_str(), "name": "compaction", "summary": summary}),
+    );
+    out.record(Body::Activity {
+        run_id: out.run_id.clone(),
+        activity_id: id.to_owned(),
+        kind: ActivityKind::Compaction,
+        state,
+        name: "compaction".to_owned(),
+        summary: Some(summary.to_owned()),
+    })
+}
+
+/// Asks the model for one summary of `items`; an overflow retries once with half the input.
+fn summarize(
+    out: &mut RunOutput<'_>,
+    client: &mut dyn ModelClient,
+    items: &[Item],
+    p: &LoopParams<'_>,
+    window: u64,
+) -> Result<String, StepFailure> {
+    let mut budget = summary_budget(window, p.max_output_tokens);
+    let mut overflowed = false;
+    loop {
+        let text = format!(
+            "{}\n\n---\n{SUMMARY_INSTRUCTION}",
+            transcript(items, budget)
+        );
+        let request = [Item::User { text }];
+        let req = ModelRequest {
+            model: p.model,
+            provider: p.provider,
+            instructions: SUMMARY_SYSTEM,
+            items: &request,
+            tools: &[],
+            effort: None,
+            thinking: p.thinking,
+            max_output_tokens: p.max_output_tokens,
+        };
+        let mut sink = Collect {
+            out,
+            text: String::new(),
+        };
+        let cancel = sink.out.ctx.cancel;
+        match client.step(&req, cancel, &mut sink) {
+            Err(StepFailure::ContextOverflow) if !overflowed => {
+                overflowed = true;
+                budget /= 2;
+            }
+            Err(f) => return Err(f),
+            Ok(()) => {
+                let summary =
+                    crate::util::text::bounded(sanitize_text(&sink.text).trim(), SUMMARY_BYTES);
+                // An empty summary would replace the conversation with nothing.
+                return if summary.is_empty() {
+                    Err(StepFailure::Remote)
+                } else {
+                    Ok(summary)
+                };
+            }
+        }
+    }
+}
+
+/// Compacts the conversation now: the `compaction` activity, the summary request, the
+/// `compaction` record, and `items` replaced by what replays from then on.
+pub fn compact(
+    out: &mut RunOutput<'_>,
+    client: &mut dyn ModelClient,
+    c: &mut Compactor,
+    items: &mut Vec<Item>,
+    p: &LoopParams<'_>,
+) -> Compacted {
+    if !out.take_activity() {
+        return Compacted::Skipped;
+    }
+    let id = format!("c-{}", uuid::Uuid::new_v4().simple());
+    let started = activity(
+        out,
+        &id,
+        ActivityState::Started,
+        "summarizing the conversation",
+    );
+    let _ = out.append(std::slice::from_ref(&started));
+    c.note(std::slice::from_ref(&started));
+    let result = summarize(out, client, items, p, c.window);
+    let cancelled = out.ctx.cancel.is_cancelled() || out.output_lost;
+    let summary = match result {
+        Ok(s) if !cancelled => s,
+        failed => {
+            let why = match failed {
+                _ if cancelled => "cancelled".to_owned(),
+                Err(f) => f.code().unwrap_or("cancelled").to_owned(),
+                Ok(_) => "cancelled".to_owned(),
+            };
+            let done = activity(
+                out,
+                &id,
+                ActivityState::Failed,
+                &format!("the summary request failed ({why})"),
+            );
+            let _ = out.append(std::slice::from_ref(&done));
+            c.note(std::slice::from_ref(&done));
+            if cancelled {
+                return Compacted::Cancelled;
+            }
+            out.diagnostic(
+                "compaction_failed",
+                &format!("the conversation could not be compacted ({why})"),
+            );
+            return Compacted::Failed;
+        }
+    };
+    let turn = items.split_off(c.turn_at.min(items.len()));
+    let pieces = Pieces {
+        summary: &summary,
+        files: &c.files,
+        inputs: &c.inputs,
+        mid: &turn,
+        after: &[],
+    };
+    *items = compact::build(&pieces, c.window, c.fixed, &c.cwd);
+    c.turn_at = 2;
+    let record = out.record(Body::Compaction {
+        summary: Some(summary),
+        through: Some(c.through),
+        title: None,
+    });
+    let done = activity(
+        out,
+        &id,
+        ActivityState::Completed,
+        &format!("summarized {} records", c.through),
+    );
+    let records = [record, done];
+    let _ = out.append(&records);
+    c.note(&records);
+    c.last_input = None;
+    Compacted::Done
+}
+
+/// Records the turn's stored input with the compactor: its record index comes from the
+/// attachment (the first append of a session also stored `session_meta`).
+pub fn begin_turn(out: &RunOutput<'_>, c: &mut Compactor, user: &Record, turn_at: usize) {
+    // A subagent's history is its own file, which its snapshot already counted.
+    let stored = out
+        .subagent
+        .is_none()
+        .then(|| {
+            out.ctx
+                .state()
+                .attachment
+                .as_ref()
+                .and_then(|a| a.history.as_ref())
+                .and_then(|h| h.replay().ok())
+                .map(crate::history::Replay::records)
+        })
+        .flatten();
+    let through = stored.map_or_else(|| c.through.max(1), |n| n.saturating_sub(1));
+    c.begin_turn(through, turn_at);
+    c.note(std::slice::from_ref(user));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,399 @@
+//! Auto-compaction over real pipes against a fake Chat Completions server (`runner.md` 7): the
+//! trigger by reported usage, the summary request, the `compaction` record, activity and
+//! history entry, the compacted replay (mid-task), no second compaction right after, a trimmed
+//! summary request, the overflow retry, and a twice-compacted session reopened in a new child.
+
+use crate::common::fake_llm::{chat_text, chat_tool_call, chat_with_usage, FakeLlm, Reply};
+use crate::common::{init_params, meta, result, run, sessions_dir, write_history, Env, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(10);
+/// The small window every test uses (80%: 8,000 tokens; 50%: 5,000).
+const WINDOW: u64 = 10_000;
+
+fn settings(llm: &FakeLlm) -> Value {
+    json!({
+        "provider": "local", "model": "tiny",
+        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base), "max_output_tokens": 1000}},
+        "tools": {"read": "allow", "write": "allow"},
+        "runner": {"context_window": WINDOW},
+    })
+}
+
+fn child(env: &Env) -> Server {
+    let mut s = env.spawn();
+    let r = s.call("init", "initialize", &init_params(&[]));
+    assert!(r.get("result").is_some(), "{r}");
+    s
+}
+
+fn new_session(env: &Env) -> (Server, String) {
+    let mut s = child(env);
+    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (s, sid)
+}
+
+/// Runs one turn to `run.finished`; its frames.
+fn turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = format!("t{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let r = s.call(
+        &id,
+        "turn.start",
+        &json!({"session_id": sid, "prompt": prompt}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let mut frames = Vec::new();
+    loop {
+        let f = s.next();
+        let done = f["event"] == "run.finished";
+        frames.push(f);
+        if done {
+            return frames;
+        }
+    }
+}
+
+fn outcome(frames: &[Value]) -> &Value {
+    &frames.last().unwrap()["data"]["outcome"]
+}
+
+fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["event"] == name).collect()
+}
+
+fn diagnostics(frames: &[Value]) -> Vec<String> {
+    events(frames, "diagnostic")
+        .iter()
+        .map(|f| f["data"]["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The compaction activities' states, in order.
+fn compactions(frames: &[Value]) -> Vec<String> {
+    events(frames, "activity")
+        .iter()
+        .filter(|f| f["data"]["kind"] == "compaction")
+        .map(|f| f["data"]["state"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn records(env: &Env, sid: &str) -> Vec<Value> {
+    std::fs::read_to_string(sessions_dir(env).join(format!("{sid}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A summary request: no tools, the summarization system prompt, one user message.
+fn assert_summary_request(body: &Value) -> String {
+    assert!(body.get("tools").is_none(), "{body:#}");
+    let msgs = body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2, "{msgs:#?}");
+    assert_eq!(msgs[0]["role"], "system");
+    assert!(msgs[0]["content"].as_str().unwrap().contains("summary"));
+    assert_eq!(msgs[1]["role"], "user");
+    let text = msgs[1]["content"].as_str().unwrap().to_owned();
+    assert!(text.contains("Summarize the conversation above"), "{text}");
+    text
+}
+
+fn msgs(body: &Value) -> &Vec<Value> {
+    body["messages"].as_array().unwrap()
+}
+
+fn content(m: &Value) -> &str {
+    m["content"].as_str().unwrap_or("")
+}
+
+#[test]
+fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_again() {
+    let llm = FakeLlm::start(vec![
+        chat_with_usage(chat_text(&["hello!"]), 400),
+        chat_with_usage(
+            chat_tool_call("w1", "write_file", r#"{"path":"out.txt","content":"x"}"#),
+            8_001,
+        ),
+        chat_text(&["SUMMARY-ONE: greeted, now writing out.txt"]),
+        chat_with_usage(
+            chat_tool_call("r1", "read_file", r#"{"path":"out.txt"}"#),
+            3_000,
+        ),
+        chat_with_usage(chat_text(&["done"]), 3_100),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&settings(&llm));
+    let (mut s, sid) = new_session(&env);
+    assert_eq!(
+        outcome(&turn(&mut s, &sid, "first task: say hello")),
+        "completed"
+    );
+    let frames = turn(&mut s, &sid, "second task: write out.txt");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert_eq!(compactions(&frames), ["started", "completed"]);
+    assert!(diagnostics(&frames).is_empty(), "{frames:#?}");
+    // The summary text is not a message: nothing of it streams or reconciles.
+    assert!(!format!("{frames:?}").contains("SUMMARY-ONE"));
+
+    let seen: Vec<Value> = (0..5).map(|_| llm.next(WAIT).body).collect();
+    assert!(
+        llm.drain().is_empty(),
+        "one summary request, no second compaction"
+    );
+    let sum = assert_summary_request(&seen[2]);
+    assert!(sum.contains("[user]\nfirst task: say hello"), "{sum}");
+    assert!(sum.contains("[tool call: write_file]"), "{sum}");
+    for step in [&seen[1], &seen[3], &seen[4]] {
+        assert!(step.get("tools").is_some());
+    }
+
+    // The step after: instructions, the summary with the files and the earlier input, then
+    // this turn's input, call and result verbatim.
+    let m = msgs(&seen[3]);
+    let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "user", "assistant", "tool"],
+        "{m:#?}"
+    );
+    let ctx = content(&m[1]);
+    assert!(ctx.contains("SUMMARY-ONE: greeted"), "{ctx}");
+    assert!(ctx.contains("- out.txt"), "{ctx}");
+    assert!(
+        ctx.contains("<user_input>\nfirst task: say hello\n</user_input>"),
+        "{ctx}"
+    );
+    assert!(!ctx.contains("second task"), "{ctx}");
+    assert_eq!(content(&m[3]), "second task: write out.txt");
+    assert_eq!(m[4]["tool_calls"][0]["id"], "w1");
+    assert_eq!(m[5]["tool_call_id"], "w1");
+    // It fits in half the window (1 token per 4 bytes).
+    assert!(seen[3].to_string().len() <= (WINDOW * 2) as usize);
+
+    let recs = records(&env, &sid);
+    let second_input = recs
+        .iter()
+        .position(|r| r["type"] == "user_input" && r["text"] == "second task: write out.txt")
+        .unwrap();
+    let comp: Vec<&Value> = recs.iter().filter(|r| r["type"] == "compaction").collect();
+    assert_eq!(comp.len(), 1);
+    assert_eq!(comp[0]["through"], second_input, "{:#?}", comp[0]);
+    assert!(comp[0]["summary"]
+        .as_str()
+        .unwrap()
+        .starts_with("SUMMARY-ONE"));
+    let acts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "activity" && r["kind"] == "compaction")
+        .collect();
+    assert_eq!(acts.len(), 2);
+
+    let rev = frames.last().unwrap()["data"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = s.call(
+        "p",
+        "history.page",
+        &json!({"session_id": sid, "revision": rev}),
+    );
+    let entries = result(&page)["entries"].as_array().unwrap().clone();
+    let comp = entries.iter().find(|e| e["kind"] == "compaction").unwrap();
+    assert!(content_of(comp).contains("SUMMARY-ONE"), "{comp}");
+}
+
+fn content_of(e: &Value) -> &str {
+    e["text"].as_str().unwrap()
+}
+
+#[test]
+fn an_oversized_conversation_is_summarized_from_its_newest_part() {
+    let env = Env::new();
+    let id = "big-history_1";
+    let mut recs = vec![meta(&env, id)];
+    for i in 0..30 {
+        let prompt = format!("input-{i:02} {}", "p".repeat(2_000));
+        recs.extend(run(
+            id,
+            &format!("r{i}"),
+            &prompt,
+            Some(&format!("reply-{i:02}")),
+        ));
+    }
+    write_history(&env, id, &recs);
+    let llm = FakeLlm::start(vec![
+        chat_text(&["SUMMARY-BIG"]),
+        chat_with_usage(chat_text(&["ok"]), 2_000),
+    ]);
+    env.write_global_settings(&settings(&llm));
+    let mut s = child(&env);
+    let open = s.call("o", "session.open", &json!({"session_id": id}));
+    assert_eq!(result(&open)["durable"], true, "{open}");
+    let frames = turn(&mut s, id, "next");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert_eq!(compactions(&frames), ["started", "completed"]);
+
+    let summary = llm.next(WAIT).body;
+    let text = assert_summary_request(&summary);
+    // Window 10,000 less the 1,000-token output bound, 4 bytes a token.
+    assert!(text.len() <= 36_000, "{}", text.len());
+    assert!(text.starts_with("[the oldest part of the conversation was left out]"));
+    assert!(!text.contains("input-00"), "the oldest inputs are left out");
+    assert!(text.contains("input-29") && text.contains("[user]\nnext"));
+
+    let step = llm.next(WAIT).body;
+    let m = msgs(&step);
+    let ctx = content(&m[1]);
+    assert!(ctx.contains("SUMMARY-BIG"));
+    // The recent inputs fit in 20% of the window (8,000 bytes): the newest three.
+    assert!(
+        ctx.contains("input-29") && ctx.contains("input-27"),
+        "{ctx}"
+    );
+    assert!(!ctx.contains("input-26"), "{ctx}");
+    assert_eq!(content(m.last().unwrap()), "next");
+    assert!(step.to_string().len() <= (WINDOW * 2) as usize);
+}
+
+fn overflow() -> Reply {
+    Reply::status(
+        400,
+        &json!({"error": {"message": "This model's maximum context length is 10000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}),
+    )
+}
+
+#[test]
+fn a_context_overflow_compacts_and_retries_the_step_once() {
+    let llm = FakeLlm::start(vec![
+        chat_with_usage(chat_text(&["hi"]), 100),
+        overflow(),
+        chat_text(&["SUMMARY-OVER"]),
+        chat_with_usage(chat_text(&["retried fine"]), 900),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&settings(&llm));
+    let (mut s, sid) = new_session(&env);
+    assert_eq!(outcome(&turn(&mut s, &sid, "one")), "completed");
+    let frames = turn(&mut s, &sid, "two");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert!(diagnostics(&frames).is_empty(), "{frames:#?}");
+    assert_eq!(compactions(&frames), ["started", "completed"]);
+    let seen: Vec<Value> = (0..4).map(|_| llm.next(WAIT).body).collect();
+    assert_summary_request(&seen[2]);
+    let m = msgs(&seen[3]);
+    assert!(content(&m[1]).contains("SUMMARY-OVER"));
+    assert_eq!(content(m.last().unwrap()), "two");
+}
+
+#[test]
+fn a_step_that_overflows_after_compaction_fails_the_run() {
+    let llm = FakeLlm::start(vec![overflow(), chat_text(&["SUMMARY"]), overflow()]);
+    let env = Env::new();
+    env.write_global_settings(&settings(&llm));
+    let (mut s, sid) = new_session(&env);
+    let frames = turn(&mut s, &sid, "one");
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "failed", "{frames:#?}");
+    assert_eq!(fin["error_code"], "execution_failed");
+    assert_eq!(diagnostics(&frames), ["context_overflow"]);
+    assert_eq!(compactions(&frames), ["started", "completed"]);
+    let seen: Vec<Value> = (0..3).map(|_| llm.next(WAIT).body).collect();
+    assert_summary_request(&seen[1]);
+    assert!(seen[2].get("tools").is_some(), "the retried step");
+    assert!(llm.drain().is_empty(), "exactly one retry");
+}
+
+#[test]
+fn a_failed_summary_request_is_reported_and_the_step_proceeds() {
+    let llm = FakeLlm::start(vec![
+        chat_with_usage(chat_text(&["hi"]), 8_500),
+        Reply::status(400, &json!({"error": {"message": "bad"}})),
+        chat_text(&["went on"]),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&settings(&llm));
+    let (mut s, sid) = new_session(&env);
+    assert_eq!(outcome(&turn(&mut s, &sid, "one")), "completed");
+    let frames = turn(&mut s, &sid, "two");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert_eq!(compactions(&frames), ["started", "failed"]);
+    assert_eq!(diagnostics(&frames), ["compaction_failed"]);
+    assert!(!records(&env, &sid)
+        .iter()
+        .any(|r| r["type"] == "compaction"));
+}
+
+#[test]
+fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
+    let llm = FakeLlm::start(vec![
+        chat_with_usage(chat_text(&["ok alpha"]), 8_500),
+        chat_text(&["SUMMARY-ONE"]),
+        chat_with_usage(chat_text(&["ok beta"]), 8_600),
+        chat_text(&["SUMMARY-TWO"]),
+        chat_with_usage(chat_text(&["ok gamma"]), 1_000),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&settings(&llm));
+    let (mut a, sid) = new_session(&env);
+    for p in ["alpha", "beta", "gamma"] {
+        assert_eq!(outcome(&turn(&mut a, &sid, p)), "completed");
+    }
+    let seen: Vec<Value> = (0..5).map(|_| llm.next(WAIT).body).collect();
+    assert_summary_request(&seen[1]);
+    let second = assert_summary_request(&seen[3]);
+    assert!(
+        second.contains("SUMMARY-ONE"),
+        "the second summary sees the first"
+    );
+    drop(a);
+    let comps: Vec<Value> = records(&env, &sid)
+        .into_iter()
+        .filter(|r| r["type"] == "compaction")
+        .collect();
+    assert_eq!(comps.len(), 2);
+
+    let llm = FakeLlm::start(vec![chat_with_usage(chat_text(&["ok delta"]), 1_200)]);
+    env.write_global_settings(&settings(&llm));
+    let mut b = child(&env);
+    let open = b.call("o", "session.open", &json!({"session_id": sid}));
+    assert_eq!(result(&open)["durable"], true, "{open}");
+    let frames = turn(&mut b, &sid, "delta");
+    assert_eq!(outcome(&frames), "completed");
+    assert!(
+        compactions(&frames).is_empty(),
+        "no compaction in the reopened child"
+    );
+    let body = llm.next(WAIT).body;
+    println!("request after two compactions, reopened: {body:#}");
+    let m = msgs(&body);
+    let shown: Vec<(&str, &str)> = m
+        .iter()
+        .skip(1)
+        .map(|x| (x["role"].as_str().unwrap(), content(x)))
+        .collect();
+    let ctx = shown[0].1;
+    assert!(
+        ctx.contains("SUMMARY-TWO") && !ctx.contains("SUMMARY-ONE"),
+        "{ctx}"
+    );
+    assert!(ctx.contains("<user_input>\nalpha\n</user_input>"), "{ctx}");
+    assert!(ctx.contains("<user_input>\nbeta\n</user_input>"), "{ctx}");
+    assert!(!ctx.contains("gamma"), "{ctx}");
+    assert_eq!(
+        &shown[1..],
+        &[
+            (
+                "assistant",
+                "Understood. I will continue from this summary."
+            ),
+            ("user", "gamma"),
+            ("assistant", "ok gamma"),
+            ("user", "delta"),
+        ]
+    );
+}
