@@ -602,7 +602,9 @@ fn the_run_activities_bound_refuses_the_4097th_call_and_ends_the_run() {
     let step = |n: usize, first: usize| {
         let mut chunks: Vec<String> = (0..n)
             .map(|i| {
-                chat_delta(&json!({"tool_calls": [{"index": i, "id": format!("c{}", first + i), "type": "function", "function": {"name": "list_dir", "arguments": "{\"path\":\".\"}"}}]}))
+                // Alternate two spellings of the folder, so no call repeats the one before it.
+                let args = if i % 2 == 0 { r#"{"path":"."}"# } else { r#"{"path":"./"}"# };
+                chat_delta(&json!({"tool_calls": [{"index": i, "id": format!("c{}", first + i), "type": "function", "function": {"name": "list_dir", "arguments": args}}]}))
             })
             .collect();
         chunks.push(chat_finish("tool_calls"));
@@ -617,6 +619,8 @@ fn the_run_activities_bound_refuses_the_4097th_call_and_ends_the_run() {
         "provider": "local", "model": "tiny",
         "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
         "tools": {"read": "allow"},
+        // The largest window: 4,096 results must not compact the turn.
+        "runner": {"context_window": 10_000_000},
     }));
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "list a lot");
