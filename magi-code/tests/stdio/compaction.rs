@@ -1,7 +1,8 @@
 //! Auto-compaction over real pipes against a fake Chat Completions server (`runner.md` 7): the
 //! trigger by reported usage, the summary request, the `compaction` record, activity and
 //! history entry, the compacted replay (mid-task), no second compaction right after, a trimmed
-//! summary request, the overflow retry, and a twice-compacted session reopened in a new child.
+//! summary request, the overflow retry, a twice-compacted session reopened in a new child, and
+//! the usage trigger on the Anthropic Messages and Responses wires.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, chat_with_usage, FakeLlm, Reply};
 use crate::common::{
@@ -348,5 +349,126 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
             ("assistant", "ok gamma"),
             ("user", "delta"),
         ]
+    );
+}
+
+/// Runs `alpha` (whose reply reports 8,500 input tokens of the 10,000 window) and `beta` in
+/// one session; asserts `beta` compacted first. The three requests' bodies: the `alpha` step,
+/// the summary request and the `beta` step.
+fn compacts_before_the_second_turn(env: &Env, llm: &FakeLlm) -> [Value; 3] {
+    let (mut s, sid) = start_session(env, &[]);
+    let frames = run_turn(&mut s, &sid, "alpha");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert!(compactions(&frames).is_empty(), "{frames:#?}");
+    let frames = run_turn(&mut s, &sid, "beta");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert_eq!(compactions(&frames), ["started", "completed"]);
+    assert!(diagnostic_codes(&frames).is_empty(), "{frames:#?}");
+    assert!(!format!("{frames:?}").contains("SUMMARY-V"));
+    let seen = [
+        llm.next(WAIT).body,
+        llm.next(WAIT).body,
+        llm.next(WAIT).body,
+    ];
+    assert!(llm.drain().is_empty(), "one summary request");
+    assert!(seen[0].get("tools").is_some(), "{:#}", seen[0]);
+    assert!(seen[1].get("tools").is_none(), "{:#}", seen[1]);
+    assert!(seen[2].get("tools").is_some(), "{:#}", seen[2]);
+    let recs = records(env, &sid);
+    let comp: Vec<&Value> = recs.iter().filter(|r| r["type"] == "compaction").collect();
+    assert_eq!(comp.len(), 1);
+    assert_eq!(comp[0]["summary"], "SUMMARY-V");
+    seen
+}
+
+/// The text of a message's `content`: a string, or its `text`/`input_text` blocks joined.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn reported_usage_compacts_an_anthropic_session() {
+    use crate::common::anthropic_sse::{reply_with_usage, stop, text};
+    let llm = FakeLlm::start(vec![
+        reply_with_usage(vec![text(0, "ok alpha"), stop("end_turn")], 8_500),
+        reply_with_usage(vec![text(0, "SUMMARY-V"), stop("end_turn")], 3_000),
+        reply_with_usage(vec![text(0, "ok beta"), stop("end_turn")], 1_000),
+    ]);
+    let mut env = Env::new();
+    env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
+    env.write_global_settings(&json!({
+        "provider": "anthropic", "model": "claude-sonnet-4-5",
+        "providers": {"anthropic": {"base_url": llm.base, "max_output_tokens": 1000}},
+        "tools": {"read": "allow"},
+        "runner": {"context_window": WINDOW},
+    }));
+    let seen = compacts_before_the_second_turn(&env, &llm);
+
+    // The summary request: the summarization system prompt, one user message with the
+    // transcript.
+    let sum = &seen[1];
+    assert!(text_of(&sum["system"]).contains("summary"), "{sum:#}");
+    let m = msgs(sum);
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert_eq!(m[0]["role"], "user");
+    let t = text_of(&m[0]["content"]);
+    assert!(t.contains("Summarize the conversation above"), "{t}");
+    assert!(t.contains("[user]\nalpha") && t.contains("ok alpha"), "{t}");
+
+    // The next step opens with the summary and ends with this turn's input.
+    let m = msgs(&seen[2]);
+    assert_eq!(m[0]["role"], "user");
+    let ctx = text_of(&m[0]["content"]);
+    assert!(ctx.contains("SUMMARY-V"), "{ctx}");
+    assert!(ctx.contains("<user_input>\nalpha\n</user_input>"), "{ctx}");
+    assert_eq!(m.last().unwrap()["role"], "user");
+    assert_eq!(text_of(&m.last().unwrap()["content"]), "beta");
+    assert!(
+        !seen[2].to_string().contains("ok alpha"),
+        "alpha's reply is summarized"
+    );
+}
+
+#[test]
+fn reported_usage_compacts_a_responses_session() {
+    use crate::common::responses_sse::text_with_usage;
+    let llm = FakeLlm::start(vec![
+        text_with_usage("ok alpha", 8_500),
+        text_with_usage("SUMMARY-V", 3_000),
+        text_with_usage("ok beta", 1_000),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&fake_llm_settings(
+        &llm,
+        &json!({
+            "providers": {"local": {"wire_api": "responses", "max_output_tokens": 1000}},
+            "tools": {"read": "allow"},
+            "runner": {"context_window": WINDOW},
+        }),
+    ));
+    let seen = compacts_before_the_second_turn(&env, &llm);
+
+    let sum = &seen[1];
+    assert!(text_of(&sum["instructions"]).contains("summary"), "{sum:#}");
+    let input = sum["input"].as_array().unwrap();
+    assert_eq!(input.len(), 1, "{input:#?}");
+    assert_eq!(input[0]["role"], "user");
+    let t = text_of(&input[0]["content"]);
+    assert!(t.contains("Summarize the conversation above"), "{t}");
+    assert!(t.contains("[user]\nalpha") && t.contains("ok alpha"), "{t}");
+
+    let input = seen[2]["input"].as_array().unwrap();
+    assert_eq!(input[0]["role"], "user");
+    let ctx = text_of(&input[0]["content"]);
+    assert!(ctx.contains("SUMMARY-V"), "{ctx}");
+    assert!(ctx.contains("<user_input>\nalpha\n</user_input>"), "{ctx}");
+    assert_eq!(text_of(&input.last().unwrap()["content"]), "beta");
+    assert!(
+        !seen[2].to_string().contains("ok alpha"),
+        "alpha's reply is summarized"
     );
 }
