@@ -1,16 +1,10 @@
 //! Anthropic Messages API stream events (`provider-streams.md` 1) for the fake model server.
 
 use super::fake_llm::Reply;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// One SSE event: `event:` named by the data's `type`.
-#[must_use]
-pub fn ev(data: &Value) -> String {
-    format!(
-        "event: {}\ndata: {data}\n\n",
-        data["type"].as_str().unwrap()
-    )
-}
+pub use super::fake_llm::typed_event as ev;
 
 /// `message_start` reporting `input_tokens` of input.
 #[must_use]

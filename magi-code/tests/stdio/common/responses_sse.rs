@@ -1,16 +1,10 @@
 //! OpenAI Responses API stream events (`provider-streams.md` 3) for the fake model server.
 
 use super::fake_llm::Reply;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// One SSE event: `event:` named by the data's `type`.
-#[must_use]
-pub fn ev(data: &Value) -> String {
-    format!(
-        "event: {}\ndata: {data}\n\n",
-        data["type"].as_str().unwrap()
-    )
-}
+pub use super::fake_llm::typed_event as ev;
 
 /// `response.completed` at `seq` reporting `input_tokens` of input (20 of them cached).
 #[must_use]
