@@ -38,4 +38,22 @@ impl Runtime {
             p.is_absolute() && std::fs::canonicalize(p).is_ok_and(|real| real == self.cwd)
         })
     }
+
+    /// A runtime for unit tests: `root` and `cwd` as given, default settings, no
+    /// instructions, client tools, cards, profiles or skills.
+    #[cfg(test)]
+    #[must_use]
+    pub fn for_tests(root: &Path, cwd: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+            settings: Settings::default(),
+            context_id: "0".repeat(64),
+            instructions: String::new(),
+            client_tools: Vec::new(),
+            tool_cards: false,
+            profiles: Vec::new(),
+            skills: Vec::new(),
+        }
+    }
 }

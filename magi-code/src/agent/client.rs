@@ -1,8 +1,11 @@
 //! Which model client a run (a turn or a subagent) talks to, and how its model takes effort.
 
+use super::turn_loop::LoopParams;
+use crate::history::ToolSpec;
 use crate::providers::model::Thinking;
 use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
 use crate::runtime::Runtime;
+use crate::session::Selection;
 use protocol_core::ErrorCode;
 
 /// The client of `provider`/`model` for a run whose input is `prompt`. `scripted/script` plays
@@ -54,5 +57,28 @@ pub fn thinking(rt: &Runtime, provider: &str, model: &str, effort: Option<&str>)
         crate::catalog::cache::thinking(rt, provider, model)
     } else {
         Thinking::Adaptive
+    }
+}
+
+/// The loop parameters of a run (a turn or a subagent) on `sel`, whose effective effort is
+/// `effort`, with these instructions and tools.
+#[must_use]
+pub fn loop_params<'a>(
+    rt: &Runtime,
+    sel: &'a Selection,
+    effort: Option<&'a str>,
+    instructions: &'a str,
+    tools: &'a [ToolSpec],
+) -> LoopParams<'a> {
+    LoopParams {
+        provider: &sel.provider,
+        model: &sel.model,
+        instructions,
+        tools,
+        effort,
+        thinking: thinking(rt, &sel.provider, &sel.model, effort),
+        max_output_tokens: rt.settings.max_output_tokens_of(&sel.provider),
+        max_steps: rt.settings.max_steps,
+        context_window: context_window(rt, &sel.provider, &sel.model),
     }
 }

@@ -4,11 +4,11 @@
 
 use super::emit::RunOutput;
 use super::turn_loop::LoopParams;
-use crate::history::compact::{self, Pieces, Snapshot, FILE_TOOLS};
+use crate::history::compact::{self, Pieces, Snapshot, Written};
 use crate::history::{ActivityKind, ActivityState, Body, Item, Record, ToolSpec};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
 use crate::util::redact::sanitize_text;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -45,8 +45,7 @@ pub struct Compactor {
     window: u64,
     fixed: u64,
     cwd: PathBuf,
-    files: Vec<String>,
-    pending: Vec<(String, String)>,
+    written: Written,
     /// User inputs before the current turn.
     inputs: Vec<String>,
     /// The record index of the current turn's input.
@@ -80,8 +79,7 @@ impl Compactor {
             window,
             fixed,
             cwd,
-            files: snap.files,
-            pending: Vec::new(),
+            written: Written::new(snap.files),
             inputs: snap.inputs,
             through: snap.records,
             turn_at: items.len(),
@@ -106,27 +104,7 @@ impl Compactor {
                     self.bytes_since = 0;
                     continue;
                 }
-                Body::ToolCall {
-                    call_id,
-                    name,
-                    input,
-                    ..
-                } if FILE_TOOLS.contains(&name.as_str()) => {
-                    if let Some(p) = input.get("path").and_then(Value::as_str) {
-                        self.pending.push((call_id.clone(), p.to_owned()));
-                    }
-                }
-                Body::ToolResult {
-                    call_id, is_error, ..
-                } => {
-                    if let Some(k) = self.pending.iter().position(|(c, _)| c == call_id) {
-                        let (_, path) = self.pending.remove(k);
-                        if !is_error && !self.files.contains(&path) {
-                            self.files.push(path);
-                        }
-                    }
-                }
-                _ => {}
+                body => self.written.note(body),
             }
             let line = serde_json::to_vec(r).map_or(0, |v| v.len() + 1);
             self.bytes_since = self.bytes_since.saturating_add(line as u64);
@@ -371,7 +349,7 @@ pub fn compact(
     let turn = items.split_off(c.turn_at.min(items.len()));
     let pieces = Pieces {
         summary: &summary,
-        files: &c.files,
+        files: &c.written.files,
         inputs: &c.inputs,
         mid: &turn,
         after: &[],

@@ -89,7 +89,7 @@ pub fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
 mod tests {
     use super::*;
     use crate::config::{Settings, Skill};
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     fn rt(agent: Option<&str>, tools: Option<&[&str]>) -> Runtime {
         let settings = Settings {
@@ -97,13 +97,8 @@ mod tests {
             ..Settings::default()
         };
         Runtime {
-            root: PathBuf::from("/r"),
-            cwd: PathBuf::from("/w"),
             settings,
-            context_id: "0".repeat(64),
             instructions: "AGENTS text".into(),
-            client_tools: Vec::new(),
-            tool_cards: false,
             profiles: vec![Profile {
                 name: "rev".into(),
                 description: "Reviews.".into(),
@@ -116,6 +111,7 @@ mod tests {
                 description: "Fill PDF forms.".into(),
                 path: PathBuf::from("/h/skills/pdf/SKILL.md"),
             }],
+            ..Runtime::for_tests(Path::new("/r"), Path::new("/w"))
         }
     }
 

@@ -5,12 +5,12 @@
 use super::emit::RunOutput;
 use crate::config::Hook;
 use crate::util::cancel::Cancel;
-use crate::util::proc::kill_group;
+use crate::util::proc::{kill_group, shell_command, take_output};
 use serde_json::{json, Value};
-use std::io::{self, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::{self, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -139,20 +139,9 @@ fn failed(out: &mut RunOutput<'_>, event: &str, end: &HookEnd) {
 /// `bound` (then, or on cancellation, the whole group is killed).
 pub fn run(command: &str, cwd: &Path, stdin: Vec<u8>, bound: Duration, cancel: &Cancel) -> HookEnd {
     let end = Instant::now() + bound;
-    let spawned = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        // As for the shell tool: the backend's credentials and trace switch are not its business.
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("MAGI_CODE_TRACE")
-        .env_remove("MAGI_CODE_TRACE_CHILD")
+    let spawned = shell_command(command, cwd)
         .env_remove(HOOK_RUN_ENV)
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
         .spawn();
     let Ok(mut child) = spawned else {
         return HookEnd::Failed("failed to start".to_owned());
@@ -167,20 +156,7 @@ pub fn run(command: &str, cwd: &Path, stdin: Vec<u8>, bound: Duration, cancel: &
             let _ = w.write_all(&stdin);
         }));
     }
-    for r in [
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let mut r = r;
+    for mut r in take_output(&mut child) {
         // Read to the end in bounded memory and never shown: hook output is not the model's
         // nor the client's.
         jobs.push(Box::new(move || {
@@ -256,13 +232,20 @@ fn stop(child: &mut Child, pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn go(cmd: &str, bound: Duration) -> HookEnd {
         let d = tempfile::tempdir().unwrap();
         run(cmd, d.path(), b"{}".to_vec(), bound, &Cancel::default())
     }
 
-    fn group_gone(pgid: i64) {
+    /// Waits (bounded) until the process group whose ID the hook wrote to `dir/pgid` is gone.
+    fn group_gone(dir: &Path) {
+        let pgid: i64 = std::fs::read_to_string(dir.join("pgid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         let end = Instant::now() + Duration::from_secs(2);
         loop {
             let alive = Command::new("/bin/sh")
@@ -333,12 +316,7 @@ mod tests {
             took >= bound && took < bound + Duration::from_secs(1),
             "{took:?}"
         );
-        let pgid: i64 = std::fs::read_to_string(d.path().join("pgid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        group_gone(pgid);
+        group_gone(d.path());
     }
 
     #[test]
@@ -370,12 +348,7 @@ mod tests {
         t.join().unwrap();
         assert_eq!(end, HookEnd::Cancelled);
         assert!(began.elapsed() < Duration::from_secs(1));
-        let pgid: i64 = std::fs::read_to_string(d.path().join("pgid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        group_gone(pgid);
+        group_gone(d.path());
     }
 
     #[test]

@@ -27,7 +27,6 @@ pub use title::TitleJob;
 
 use crate::session::{self, Selection};
 use protocol_core::{ErrorCode, RequestId, WorkerEvent};
-use turn_loop::LoopParams;
 
 /// Admission of a turn: checks, then `TurnAdmitted`; runs it to `RunFinished` on this thread.
 /// Returns the title request due after it, which the caller makes beside this worker.
@@ -92,17 +91,7 @@ pub fn run_turn(
     let instructions = context::instructions(rt);
     let tools = context::tools(rt, ctx.mcp.as_deref());
     let effort = selection.effective_effort();
-    let params = LoopParams {
-        provider: &selection.provider,
-        model: &selection.model,
-        instructions: &instructions,
-        tools: &tools,
-        effort: effort.as_deref(),
-        thinking: client::thinking(rt, &selection.provider, &selection.model, effort.as_deref()),
-        max_output_tokens: rt.settings.max_output_tokens_of(&selection.provider),
-        max_steps: rt.settings.max_steps,
-        context_window: client::context_window(rt, &selection.provider, &selection.model),
-    };
+    let params = client::loop_params(rt, &selection, effort.as_deref(), &instructions, &tools);
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -7,7 +7,7 @@ use super::client;
 use super::context;
 use super::emit::RunOutput;
 use super::outcome::RunOutcome;
-use super::turn_loop::{self, LoopParams};
+use super::turn_loop;
 use crate::config::Profile;
 use crate::history::compact::Snapshot;
 use crate::history::{Body, Record, ToolSpec};
@@ -334,17 +334,7 @@ pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
     let instructions = instructions(rt, profile);
     let specs = tools(ctx.mcp.as_deref(), profile);
     let effort = sel.effective_effort();
-    let params = LoopParams {
-        provider: &sel.provider,
-        model: &sel.model,
-        instructions: &instructions,
-        tools: &specs,
-        effort: effort.as_deref(),
-        thinking: client::thinking(rt, &sel.provider, &sel.model, effort.as_deref()),
-        max_output_tokens: rt.settings.max_output_tokens_of(&sel.provider),
-        max_steps: rt.settings.max_steps,
-        context_window: client::context_window(rt, &sel.provider, &sel.model),
-    };
+    let params = client::loop_params(rt, &sel, effort.as_deref(), &instructions, &specs);
     // The same loop as a turn, under the parent run's IDs (so its approvals are the parent
     // run's), its records under its own ID in its own file.
     let mut sub = RunOutput::new(ctx, out.session_id.clone(), out.run_id.clone());

@@ -179,3 +179,80 @@ pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {
         .unwrap_or(rt.settings.context_window)
         .clamp(MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::settings::{MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW};
+    use std::fs;
+    use std::os::unix::fs::DirBuilderExt;
+
+    /// A runtime whose `runner.context_window` is `fallback`, with `cache/models/local.json`
+    /// listing `models` (no file when `None`).
+    fn setup(fallback: u64, models: Option<Value>) -> (tempfile::TempDir, Runtime) {
+        let d = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(d.path()).unwrap();
+        let mut rt = Runtime::for_tests(&root, &root);
+        rt.settings.context_window = fallback;
+        if let Some(models) = models {
+            let dir = root.join("cache").join("models");
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .unwrap();
+            let cache = serde_json::json!({"provider": "local", "fetched_at": "2026-11-30T12:00:00Z", "models": models});
+            fs::write(dir.join("local.json"), cache.to_string()).unwrap();
+        }
+        (d, rt)
+    }
+
+    #[test]
+    fn the_cached_window_wins_over_the_setting() {
+        let (_d, rt) = setup(
+            50_000,
+            Some(serde_json::json!([
+                {"id": "big", "context_window": 400_000},
+                {"id": "plain"},
+                {"id": "nulled", "context_window": null},
+            ])),
+        );
+        assert_eq!(context_window(&rt, "local", "big"), 400_000);
+        // No window in the entry, no entry, no cache file: `runner.context_window`.
+        assert_eq!(context_window(&rt, "local", "plain"), 50_000);
+        assert_eq!(context_window(&rt, "local", "nulled"), 50_000);
+        assert_eq!(context_window(&rt, "local", "absent"), 50_000);
+        assert_eq!(context_window(&rt, "other", "big"), 50_000);
+    }
+
+    #[test]
+    fn a_missing_or_invalid_cache_falls_back_to_the_setting() {
+        let (_d, rt) = setup(7_000, None);
+        assert_eq!(context_window(&rt, "local", "big"), 7_000);
+        // A negative window makes the whole file invalid.
+        let (_d, rt) = setup(
+            7_000,
+            Some(serde_json::json!([{"id": "big", "context_window": -1}])),
+        );
+        assert_eq!(context_window(&rt, "local", "big"), 7_000);
+    }
+
+    #[test]
+    fn a_cached_window_is_clamped_to_the_setting_bounds() {
+        let (_d, rt) = setup(
+            50_000,
+            Some(serde_json::json!([
+                {"id": "tiny", "context_window": MIN_CONTEXT_WINDOW - 1},
+                {"id": "least", "context_window": MIN_CONTEXT_WINDOW},
+                {"id": "most", "context_window": MAX_CONTEXT_WINDOW},
+                {"id": "huge", "context_window": MAX_CONTEXT_WINDOW + 1},
+                {"id": "zero", "context_window": 0},
+            ])),
+        );
+        assert_eq!(context_window(&rt, "local", "tiny"), MIN_CONTEXT_WINDOW);
+        assert_eq!(context_window(&rt, "local", "least"), MIN_CONTEXT_WINDOW);
+        assert_eq!(context_window(&rt, "local", "most"), MAX_CONTEXT_WINDOW);
+        assert_eq!(context_window(&rt, "local", "huge"), MAX_CONTEXT_WINDOW);
+        assert_eq!(context_window(&rt, "local", "zero"), MIN_CONTEXT_WINDOW);
+    }
+}

@@ -1,10 +1,10 @@
 //! Instructions (runner.md §3): `MC_HOME/AGENTS.md`, the project's `AGENTS.md` files from its
 //! top down to the cwd, then the settings' `instructions` paths, read once at `initialize`.
 
+use super::profiles::read_regular;
 use super::settings::Invalid;
 use std::fs;
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Most bytes kept of one file.
@@ -116,16 +116,9 @@ impl Joined {
 /// Invalid UTF-8 becomes U+FFFD; the bound applies to the text after that, cut at the last
 /// character boundary at or before it.
 fn read_bounded(path: &Path, bound: usize) -> io::Result<Option<String>> {
-    // O_NONBLOCK: opening a FIFO without a writer returns at once; fstat then rejects it.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
+    let Some(bytes) = read_regular(path, bound)? else {
         return Ok(None);
-    }
-    let mut bytes = Vec::with_capacity(bound.min(FILE_BYTES) + 1);
-    file.take(bound as u64 + 1).read_to_end(&mut bytes)?;
+    };
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
     text.truncate(floor_char_boundary(&text, bound));
     Ok(Some(text))

@@ -164,7 +164,6 @@ pub fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
     use std::fs;
 
     fn runtime() -> (tempfile::TempDir, Runtime) {
@@ -173,17 +172,10 @@ mod tests {
         let cwd = d.path().join("cwd");
         fs::create_dir_all(root.join("sessions")).unwrap();
         fs::create_dir_all(&cwd).unwrap();
-        let rt = Runtime {
-            root: fs::canonicalize(&root).unwrap(),
-            cwd: fs::canonicalize(&cwd).unwrap(),
-            settings: Settings::default(),
-            context_id: "0".repeat(64),
-            instructions: String::new(),
-            client_tools: Vec::new(),
-            tool_cards: false,
-            profiles: Vec::new(),
-            skills: Vec::new(),
-        };
+        let rt = Runtime::for_tests(
+            &fs::canonicalize(&root).unwrap(),
+            &fs::canonicalize(&cwd).unwrap(),
+        );
         (d, rt)
     }
 

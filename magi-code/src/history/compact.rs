@@ -13,6 +13,54 @@ pub const CONTEXT_ACK: &str = "Understood. I will continue from this summary.";
 /// Estimated request bytes per item besides its text (roles, IDs, framing).
 const ITEM_OVERHEAD: u64 = 16;
 
+/// The files a session wrote or edited, from its records: the paths of successful
+/// `write_file`/`edit_file` calls, first write first, no repeats.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// The paths.
+    pub files: Vec<String>,
+    /// Such calls still waiting for their result.
+    pending: Vec<(String, String)>,
+}
+
+impl Written {
+    /// Starts from `files` already known to be written.
+    #[must_use]
+    pub fn new(files: Vec<String>) -> Self {
+        Self {
+            files,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Takes the next record's body: a file tool's call, or the result that ends one.
+    pub fn note(&mut self, body: &Body) {
+        match body {
+            Body::ToolCall {
+                call_id,
+                name,
+                input,
+                ..
+            } if FILE_TOOLS.contains(&name.as_str()) => {
+                if let Some(p) = input.get("path").and_then(serde_json::Value::as_str) {
+                    self.pending.push((call_id.clone(), p.to_owned()));
+                }
+            }
+            Body::ToolResult {
+                call_id, is_error, ..
+            } => {
+                if let Some(k) = self.pending.iter().position(|(c, _)| c == call_id) {
+                    let (_, path) = self.pending.remove(k);
+                    if !is_error && !self.files.contains(&path) {
+                        self.files.push(path);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The latest compaction point seen in the records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Point {
@@ -31,10 +79,8 @@ pub struct Marks {
     pub records: u64,
     /// Every user input: its record index, its item index and its text.
     pub inputs: Vec<(u64, usize, String)>,
-    /// Paths of successful `write_file`/`edit_file` calls, first write first, no repeats.
-    pub files: Vec<String>,
-    /// Such calls still waiting for their result.
-    pending: Vec<(String, String)>,
+    /// The files written or edited.
+    pub written: Written,
     /// The latest compaction and the item index where its record came.
     pub last: Option<(Point, usize)>,
 }
@@ -58,27 +104,7 @@ impl Marks {
                 };
                 self.last = Some((point, items));
             }
-            Body::ToolCall {
-                call_id,
-                name,
-                input,
-                ..
-            } if FILE_TOOLS.contains(&name.as_str()) => {
-                if let Some(p) = input.get("path").and_then(serde_json::Value::as_str) {
-                    self.pending.push((call_id.clone(), p.to_owned()));
-                }
-            }
-            Body::ToolResult {
-                call_id, is_error, ..
-            } => {
-                if let Some(k) = self.pending.iter().position(|(c, _)| c == call_id) {
-                    let (_, path) = self.pending.remove(k);
-                    if !is_error && !self.files.contains(&path) {
-                        self.files.push(path);
-                    }
-                }
-            }
-            _ => {}
+            body => self.written.note(body),
         }
     }
 

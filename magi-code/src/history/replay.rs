@@ -252,7 +252,7 @@ impl Replay {
     pub fn snapshot(&self) -> Snapshot {
         let m = &self.marks;
         let mut s = Snapshot {
-            files: m.files.clone(),
+            files: m.written.files.clone(),
             records: m.records,
             inputs: m.inputs.iter().map(|(_, _, t)| t.clone()).collect(),
             last_input_tokens: self.last_input_tokens,

@@ -2,6 +2,9 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Output kept from a child's pipes in arrival order, in bounded memory however much arrives:
@@ -122,6 +125,38 @@ fn whole_chars_end(b: &[u8]) -> usize {
 
 fn lock(c: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
     c.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `/bin/sh -c command` in `cwd` in its own process group (so killing the group reaches all
+/// it started), stdin null, stdout and stderr piped, without the backend's credentials.
+pub fn shell_command(command: &str, cwd: &Path) -> Command {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        // The backend's provider credentials and trace switch are not the command's business.
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("MAGI_CODE_TRACE")
+        .env_remove("MAGI_CODE_TRACE_CHILD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd
+}
+
+/// The child's stdout and stderr pipes (those that were piped and not yet taken).
+pub fn take_output(child: &mut Child) -> Vec<Box<dyn Read + Send>> {
+    let out = child
+        .stdout
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    let err = child
+        .stderr
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    out.into_iter().chain(err).collect()
 }
 
 /// Reads a pipe to its end so the child never blocks, keeping what the capture keeps.

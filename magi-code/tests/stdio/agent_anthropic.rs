@@ -4,89 +4,13 @@
 //! `is_error`, parallel calls answered in one user message, and an `overloaded_error` after a
 //! 200.
 
+use crate::common::anthropic_sse::{ev, reply, start, stop, text, thinking, tool_use};
 use crate::common::fake_llm::{FakeLlm, Reply};
-use crate::common::{result, start_session, Env, Server};
+use crate::common::{result, run_turn, start_session, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn ev(data: &Value) -> String {
-    format!(
-        "event: {}\ndata: {data}\n\n",
-        data["type"].as_str().unwrap()
-    )
-}
-
-fn start() -> String {
-    ev(
-        &json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 40, "output_tokens": 1}}}),
-    )
-}
-
-fn stop(reason: &str) -> Vec<String> {
-    vec![
-        ev(
-            &json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 12}}),
-        ),
-        ev(&json!({"type": "message_stop"})),
-    ]
-}
-
-/// Blocks for a `tool_use` at `index` whose input JSON is split in two fragments.
-fn tool_use(index: u64, id: &str, name: &str, input: &str) -> Vec<String> {
-    let cut = input.len() / 2;
-    vec![
-        ev(
-            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-        ),
-        ev(
-            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": ""}}),
-        ),
-        ev(
-            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[..cut]}}),
-        ),
-        ev(
-            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": &input[cut..]}}),
-        ),
-        ev(&json!({"type": "content_block_stop", "index": index})),
-    ]
-}
-
-fn text(index: u64, t: &str) -> Vec<String> {
-    vec![
-        ev(
-            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
-        ),
-        ev(
-            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}}),
-        ),
-        ev(&json!({"type": "content_block_stop", "index": index})),
-    ]
-}
-
-fn thinking(index: u64, t: &str, sig: &str) -> Vec<String> {
-    vec![
-        ev(
-            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": ""}}),
-        ),
-        ev(
-            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": t}}),
-        ),
-        ev(
-            &json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": sig}}),
-        ),
-        ev(&json!({"type": "content_block_stop", "index": index})),
-    ]
-}
-
-fn reply(parts: Vec<Vec<String>>) -> Reply {
-    let mut chunks = vec![start()];
-    for p in parts {
-        chunks.extend(p);
-    }
-    Reply::sse(chunks)
-}
 
 fn env_for(llm: &FakeLlm) -> Env {
     let mut env = Env::new();
@@ -97,26 +21,6 @@ fn env_for(llm: &FakeLlm) -> Env {
         "tools": {"read": "allow", "write": "deny"},
     }));
     env
-}
-
-fn turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
-    // Request IDs are never reused within a child.
-    static TURN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = TURN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    s.call(
-        &format!("turn{n}"),
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
 }
 
 #[test]
@@ -139,7 +43,7 @@ fn tool_use_thinking_and_results_go_back_in_the_documented_shape() {
     let env = env_for(&llm);
     std::fs::write(env.cwd.join("a.txt"), "alpha\n").unwrap();
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid, "read a, write b");
+    let frames = run_turn(&mut s, &sid, "read a, write b");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "completed", "{frames:#?}");
 
@@ -235,7 +139,7 @@ fn an_overloaded_error_after_200_fails_the_step_with_the_partial_reply() {
     let llm = FakeLlm::start(vec![Reply::sse(chunks)]);
     let env = env_for(&llm);
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid, "hi");
+    let frames = run_turn(&mut s, &sid, "hi");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed");
     assert_eq!(fin["error_code"], "execution_failed");
@@ -265,12 +169,12 @@ fn a_529_is_retried_and_a_second_turn_replays_the_first() {
     ]);
     let env = env_for(&llm);
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid, "one");
+    let frames = run_turn(&mut s, &sid, "one");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     assert!(frames
         .iter()
         .any(|f| f["event"] == "diagnostic" && f["data"]["code"] == "provider_retry"));
-    let frames = turn(&mut s, &sid, "two");
+    let frames = run_turn(&mut s, &sid, "two");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let (_, _, third) = (llm.next(WAIT), llm.next(WAIT), llm.next(WAIT));
     let msgs = third.body["messages"].as_array().unwrap();
@@ -312,7 +216,7 @@ fn effort_travels_as_adaptive_thinking_or_a_budget_as_the_catalog_says() {
             &json!({"session_id": sid, "selection_revision": sel, "catalog_revision": cat, "provider": "anthropic", "model": model, "effort": {"mode": "set", "value": "high"}}),
         );
         assert_eq!(result(&set)["durable"], true, "{set}");
-        let frames = turn(&mut s, &sid, "think");
+        let frames = run_turn(&mut s, &sid, "think");
         assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
         let req = llm.next(WAIT);
         if thinking == "adaptive" {

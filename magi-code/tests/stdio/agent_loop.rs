@@ -3,63 +3,14 @@
 //! `retry-after`, failure diagnostics, and cancellation of a silent stream within 500 ms.
 
 use crate::common::fake_llm::{chat_delta, chat_finish, chat_text, chat_tool_call, FakeLlm, Reply};
-use crate::common::{result, start_session, Env, Server};
+use crate::common::{
+    diagnostic_codes, events, fake_llm_env, reconciled, result, start_session, start_turn,
+    until_finished, Env,
+};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A child whose selection is the configured Chat provider `local` at `base`.
-fn env_for(llm: &FakeLlm, tools: &Value) -> Env {
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": tools,
-    }));
-    env
-}
-
-/// Starts a turn and returns its run ID.
-fn start_turn(s: &mut Server, sid: &str, prompt: &str) -> String {
-    let r = s.call(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    result(&r)["run_id"].as_str().unwrap().to_owned()
-}
-
-/// Frames until `run.finished`.
-fn until_finished(s: &mut Server) -> Vec<Value> {
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
-}
-
-fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["event"] == name).collect()
-}
-
-fn reconciled(frames: &[Value]) -> String {
-    events(frames, "message.reconcile")
-        .iter()
-        .map(|f| f["data"]["text"].as_str().unwrap())
-        .collect()
-}
-
-fn diagnostics(frames: &[Value]) -> Vec<String> {
-    events(frames, "diagnostic")
-        .iter()
-        .map(|f| f["data"]["code"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 #[test]
 fn a_tool_call_is_run_and_its_result_sent_back() {
@@ -67,7 +18,7 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
         chat_tool_call("call_A", "read_file", r#"{"path":"notes.txt"}"#),
         chat_text(&["The file ", "says hi."]),
     ]);
-    let env = env_for(&llm, &json!({"read": "allow"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"read": "allow"}}));
     std::fs::write(env.cwd.join("notes.txt"), "hi there\n").unwrap();
     std::fs::write(env.cwd.join("AGENTS.md"), "Always answer in haiku.\n").unwrap();
     let (mut s, sid) = start_session(&env, &[]);
@@ -149,7 +100,7 @@ fn an_unknown_tool_and_bad_input_are_error_results_and_the_loop_goes_on() {
         chat_tool_call("c2", "read_file", "{not json"),
         chat_text(&["ok"]),
     ]);
-    let env = env_for(&llm, &json!({"read": "allow"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"read": "allow"}}));
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "try things");
     let frames = until_finished(&mut s);
@@ -185,7 +136,7 @@ fn a_denied_approval_is_an_error_result_not_a_failed_run() {
         chat_tool_call("w1", "write_file", r#"{"path":"x.txt","content":"x"}"#),
         chat_text(&["understood"]),
     ]);
-    let env = env_for(&llm, &json!({"write": "ask"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"write": "ask"}}));
     let (mut s, sid) = start_session(&env, &["approval.answer"]);
     let run_id = start_turn(&mut s, &sid, "write x");
     let req = loop {
@@ -224,12 +175,12 @@ fn retry_after_is_honoured_and_announced() {
         Reply::status(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "1"),
         chat_text(&["fine"]),
     ]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "hello");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
-    assert_eq!(diagnostics(&frames), ["provider_retry"]);
+    assert_eq!(diagnostic_codes(&frames), ["provider_retry"]);
     let (a, b) = (llm.next(WAIT), llm.next(WAIT));
     let gap = b.at - a.at;
     assert!(
@@ -255,14 +206,14 @@ fn failures_say_which_and_are_not_retried_when_final() {
         // A context overflow compacts and retries once: see `compaction.rs`.
     ] {
         let llm = FakeLlm::start(vec![reply]);
-        let env = env_for(&llm, &json!({}));
+        let env = fake_llm_env(&llm, &json!({}));
         let (mut s, sid) = start_session(&env, &[]);
         start_turn(&mut s, &sid, "hello");
         let frames = until_finished(&mut s);
         let fin = &frames.last().unwrap()["data"];
         assert_eq!(fin["outcome"], "failed");
         assert_eq!(fin["error_code"], "execution_failed");
-        assert_eq!(diagnostics(&frames), [code]);
+        assert_eq!(diagnostic_codes(&frames), [code]);
         assert!(!frames.iter().any(|f| f.to_string().contains("sk-secret")));
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(llm.drain().len(), requests, "{code}: not retried");
@@ -275,7 +226,7 @@ fn a_stream_broken_after_its_first_event_keeps_the_partial_reply() {
     reply.chunks.truncate(1);
     reply.cut = true;
     let llm = FakeLlm::start(vec![reply]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "hello");
     let frames = until_finished(&mut s);
@@ -285,13 +236,13 @@ fn a_stream_broken_after_its_first_event_keeps_the_partial_reply() {
     let rec = events(&frames, "message.reconcile");
     assert_eq!(rec.last().unwrap()["data"]["partial"], true);
     assert_eq!(reconciled(&frames), "partial ");
-    assert_eq!(diagnostics(&frames), ["provider_stream_invalid"]);
+    assert_eq!(diagnostic_codes(&frames), ["provider_stream_invalid"]);
 }
 
 #[test]
 fn cancel_during_a_silent_stream_ends_within_500_ms() {
     let llm = FakeLlm::start(vec![Reply::sse(vec![]).stalled()]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
     let run_id = start_turn(&mut s, &sid, "hello");
     let _ = llm.next(WAIT);
@@ -308,7 +259,7 @@ fn cancel_during_a_silent_stream_ends_within_500_ms() {
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "cancelled");
     assert_eq!(fin["persistence"], "durable");
-    assert!(diagnostics(&frames).is_empty());
+    assert!(diagnostic_codes(&frames).is_empty());
     let closed = llm.closed_within(Duration::from_secs(2));
     assert!(closed.is_some(), "the connection was closed");
 }
@@ -316,7 +267,7 @@ fn cancel_during_a_silent_stream_ends_within_500_ms() {
 #[test]
 fn shutdown_during_a_silent_stream_finishes_the_run_and_exits_0() {
     let llm = FakeLlm::start(vec![Reply::sse(vec![]).stalled()]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "hello");
     let _ = llm.next(WAIT);
@@ -369,10 +320,7 @@ fn a_crash_mid_loop_leaves_a_history_that_replays_as_a_valid_conversation() {
     a.crash();
 
     let llm = FakeLlm::start(vec![chat_text(&["recovered"])]);
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-    }));
+    env.use_fake_llm(&llm, &json!({}));
     let mut b = env.spawn();
     let _ = b.call("init", "initialize", &crate::common::init_params(&[]));
     let open = b.call("o", "session.open", &json!({"session_id": sid}));
@@ -401,7 +349,7 @@ fn a_call_cancelled_while_awaiting_approval_replays_with_its_error_result() {
         chat_tool_call("s1", "shell", r#"{"command":"echo hi"}"#),
         chat_text(&["next turn"]),
     ]);
-    let env = env_for(&llm, &json!({"shell": "ask"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"shell": "ask"}}));
     let (mut s, sid) = start_session(&env, &[]);
     let run_id = start_turn(&mut s, &sid, "run it");
     loop {
@@ -418,12 +366,7 @@ fn a_call_cancelled_while_awaiting_approval_replays_with_its_error_result() {
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
     assert_eq!(frames.last().unwrap()["data"]["persistence"], "durable");
     let _ = llm.next(WAIT);
-    let r = s.call(
-        "t2",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "again"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+    start_turn(&mut s, &sid, "again");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let req = llm.next(WAIT);
@@ -447,19 +390,17 @@ fn the_step_bound_ends_a_runaway_loop() {
         chat_tool_call("c", "list_dir", r#"{"path":"."}"#),
     ]);
     let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "runner": {"max_steps": 2},
-        "tools": {"read": "allow"},
-    }));
+    env.use_fake_llm(
+        &llm,
+        &json!({"runner": {"max_steps": 2}, "tools": {"read": "allow"}}),
+    );
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "loop");
     let frames = until_finished(&mut s);
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed");
     assert_eq!(fin["error_code"], "execution_failed");
-    assert_eq!(diagnostics(&frames), ["step_limit"]);
+    assert_eq!(diagnostic_codes(&frames), ["step_limit"]);
     assert_eq!(
         events(&frames, "activity").len(),
         4,
@@ -486,7 +427,7 @@ fn parallel_read_calls_are_all_answered_in_the_models_order() {
         "data: [DONE]\n\n".to_owned(),
     ]);
     let llm = FakeLlm::start(vec![calls, chat_text(&["read them"])]);
-    let env = env_for(&llm, &json!({"read": "allow"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"read": "allow"}}));
     std::fs::write(env.cwd.join("f0.txt"), "zero\n").unwrap();
     std::fs::write(env.cwd.join("f1.txt"), "one two\n").unwrap();
     let (mut s, sid) = start_session(&env, &[]);
@@ -554,7 +495,7 @@ fn an_unreachable_provider_is_retried_then_reported() {
     let took = t0.elapsed();
     assert!(took >= Duration::from_millis(6_000), "{took:?}");
     assert_eq!(
-        diagnostics(&frames),
+        diagnostic_codes(&frames),
         [
             "provider_retry",
             "provider_retry",
@@ -581,10 +522,10 @@ fn a_configured_provider_with_wire_api_responses_speaks_responses() {
     );
     let llm = FakeLlm::start(vec![Reply::sse(vec![delta, done])]);
     let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base), "wire_api": "responses"}},
-    }));
+    env.use_fake_llm(
+        &llm,
+        &json!({"providers": {"local": {"wire_api": "responses"}}}),
+    );
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "hello");
     let frames = until_finished(&mut s);
@@ -615,13 +556,11 @@ fn the_run_activities_bound_refuses_the_4097th_call_and_ends_the_run() {
     replies.push(step(1, 4096));
     let llm = FakeLlm::start(replies);
     let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": {"read": "allow"},
+    env.use_fake_llm(
+        &llm,
         // The largest window: 4,096 results must not compact the turn.
-        "runner": {"context_window": 10_000_000},
-    }));
+        &json!({"tools": {"read": "allow"}, "runner": {"context_window": 10_000_000}}),
+    );
     let (mut s, sid) = start_session(&env, &[]);
     start_turn(&mut s, &sid, "list a lot");
     let mut started = 0usize;

@@ -4,24 +4,12 @@
 //! `selection.set` and replays its earlier turn from stored records.
 
 use crate::common::fake_llm::{FakeLlm, Reply};
-use crate::common::{result, start_session, write_catalog_cache, Env, Server};
+use crate::common::responses_sse::{completed, ev, text};
+use crate::common::{result, run_turn, start_session, write_catalog_cache, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn ev(data: &Value) -> String {
-    format!(
-        "event: {}\ndata: {data}\n\n",
-        data["type"].as_str().unwrap()
-    )
-}
-
-fn completed(seq: u64) -> String {
-    ev(
-        &json!({"type": "response.completed", "sequence_number": seq, "response": {"id": "resp_1", "status": "completed", "output": [], "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 20}, "output_tokens": 30, "total_tokens": 130}}}),
-    )
-}
 
 /// A reasoning item with a summary and encrypted content, then a `read_file` call.
 fn reasoning_then_call() -> Reply {
@@ -53,38 +41,6 @@ fn reasoning_then_call() -> Reply {
     ])
 }
 
-fn text(t: &str) -> Reply {
-    Reply::sse(vec![
-        ev(
-            &json!({"type": "response.output_item.added", "sequence_number": 0, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
-        ),
-        ev(
-            &json!({"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": t}),
-        ),
-        ev(
-            &json!({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": t}]}}),
-        ),
-        completed(3),
-    ])
-}
-
-fn turn(s: &mut Server, id: &str, sid: &str, prompt: &str) -> Vec<Value> {
-    s.call(
-        id,
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
-}
-
 #[test]
 fn function_calls_and_encrypted_reasoning_go_back_as_input_items() {
     let llm = FakeLlm::start(vec![reasoning_then_call(), text("It says alpha.")]);
@@ -97,7 +53,7 @@ fn function_calls_and_encrypted_reasoning_go_back_as_input_items() {
     }));
     std::fs::write(env.cwd.join("a.txt"), "alpha\n").unwrap();
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, "t1", &sid, "what is in a.txt?");
+    let frames = run_turn(&mut s, &sid, "what is in a.txt?");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "completed", "{frames:#?}");
     assert!(!frames
@@ -217,7 +173,7 @@ fn a_session_continues_on_another_provider_after_selection_set() {
         json!([{"id": "gpt-x", "efforts": ["low", "high"]}]),
     );
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, "t1", &sid, "who are you?");
+    let frames = run_turn(&mut s, &sid, "who are you?");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
 
     let sel = result(&s.call("st", "status", &json!({})))["selection"]["revision"]
@@ -234,7 +190,7 @@ fn a_session_continues_on_another_provider_after_selection_set() {
         &json!({"session_id": sid, "selection_revision": sel, "catalog_revision": cat, "provider": "openai", "model": "gpt-x", "effort": {"mode": "set", "value": "high"}}),
     );
     assert_eq!(result(&set)["durable"], true, "{set}");
-    let frames = turn(&mut s, "t2", &sid, "and now?");
+    let frames = run_turn(&mut s, &sid, "and now?");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let req = openai.next(WAIT);
     assert_eq!(req.body["model"], "gpt-x");

@@ -3,7 +3,7 @@
 //! `client` policy, and `client.tool.cancel` on `turn.cancel`.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{result, write_script, Env, Server};
+use crate::common::{result, start_turn, write_script, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -47,15 +47,6 @@ fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
 
 fn is_event(name: &'static str) -> impl Fn(&Value) -> bool {
     move |f: &Value| f["event"] == name
-}
-
-fn start_turn(s: &mut Server, sid: &str) -> String {
-    let r = s.call(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "open it"}),
-    );
-    result(&r)["run_id"].as_str().unwrap().to_owned()
 }
 
 fn answer(sid: &str, run_id: &str, call_id: &str, ok: bool, output: &str) -> Value {
@@ -111,7 +102,7 @@ fn the_client_answers_the_call_and_the_model_gets_its_output() {
         "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
     }));
     let (mut s, _, sid) = start_with_tools(&env);
-    let run_id = start_turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "open it");
     let (call, seen) = until(&mut s, is_event("client.tool.call"));
     let started = seen.iter().find(|f| f["event"] == "activity").unwrap();
     assert_eq!(started["data"]["name"], "open_tab");
@@ -217,7 +208,7 @@ fn scripted(tools: Option<Value>) -> Env {
 fn a_failed_client_tool_fails_its_activity() {
     let env = scripted(None);
     let (mut s, _, sid) = start_with_tools(&env);
-    let run_id = start_turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "open it");
     let (call, _) = until(&mut s, is_event("client.tool.call"));
     let call_id = call["data"]["call_id"].as_str().unwrap().to_owned();
     s.request(
@@ -244,7 +235,7 @@ fn a_failed_client_tool_fails_its_activity() {
 fn turn_cancel_while_waiting_sends_client_tool_cancel() {
     let env = scripted(None);
     let (mut s, _, sid) = start_with_tools(&env);
-    let run_id = start_turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "open it");
     let (call, _) = until(&mut s, is_event("client.tool.call"));
     let call_id = call["data"]["call_id"].as_str().unwrap().to_owned();
     s.request(
@@ -278,7 +269,7 @@ fn turn_cancel_while_waiting_sends_client_tool_cancel() {
 fn the_client_policy_can_deny_and_then_nothing_is_asked() {
     let env = scripted(Some(json!({"client": "deny"})));
     let (mut s, _, sid) = start_with_tools(&env);
-    start_turn(&mut s, &sid);
+    start_turn(&mut s, &sid, "open it");
     let (fin, seen) = until(&mut s, is_event("run.finished"));
     assert!(!seen.iter().any(|f| f["event"] == "client.tool.call"));
     let done = seen
@@ -307,7 +298,7 @@ fn the_input_bound_at_its_edge() {
         None,
     );
     let (mut s, _, sid) = start_with_tools(&env);
-    let run_id = start_turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "open it");
     let (call, _) = until(&mut s, is_event("client.tool.call"));
     assert_eq!(
         serde_json::to_vec(&call["data"]["input"]).unwrap().len(),
@@ -358,7 +349,7 @@ fn with_tool_cards_too_a_client_call_gets_a_client_card_and_both_descriptors() {
         .as_str()
         .unwrap()
         .to_owned();
-    let run_id = start_turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "open it");
     let (call, seen) = until(&mut s, is_event("client.tool.call"));
     let card = seen
         .iter()

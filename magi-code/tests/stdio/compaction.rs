@@ -1,10 +1,14 @@
 //! Auto-compaction over real pipes against a fake Chat Completions server (`runner.md` 7): the
 //! trigger by reported usage, the summary request, the `compaction` record, activity and
 //! history entry, the compacted replay (mid-task), no second compaction right after, a trimmed
-//! summary request, the overflow retry, and a twice-compacted session reopened in a new child.
+//! summary request, the overflow retry, a twice-compacted session reopened in a new child, and
+//! the usage trigger on the Anthropic Messages and Responses wires.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, chat_with_usage, FakeLlm, Reply};
-use crate::common::{init_params, meta, result, run, sessions_dir, write_history, Env, Server};
+use crate::common::{
+    diagnostic_codes, events, fake_llm_settings, meta, outcome, result, run, run_turn,
+    sessions_dir, start, start_session, write_history, Env,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -13,64 +17,14 @@ const WAIT: Duration = Duration::from_secs(10);
 const WINDOW: u64 = 10_000;
 
 fn settings(llm: &FakeLlm) -> Value {
-    json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base), "max_output_tokens": 1000}},
-        "tools": {"read": "allow", "write": "allow"},
-        "runner": {"context_window": WINDOW},
-    })
-}
-
-fn child(env: &Env) -> Server {
-    let mut s = env.spawn();
-    let r = s.call("init", "initialize", &init_params(&[]));
-    assert!(r.get("result").is_some(), "{r}");
-    s
-}
-
-fn new_session(env: &Env) -> (Server, String) {
-    let mut s = child(env);
-    let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (s, sid)
-}
-
-/// Runs one turn to `run.finished`; its frames.
-fn turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let id = format!("t{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let r = s.call(
-        &id,
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
-}
-
-fn outcome(frames: &[Value]) -> &Value {
-    &frames.last().unwrap()["data"]["outcome"]
-}
-
-fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["event"] == name).collect()
-}
-
-fn diagnostics(frames: &[Value]) -> Vec<String> {
-    events(frames, "diagnostic")
-        .iter()
-        .map(|f| f["data"]["code"].as_str().unwrap().to_owned())
-        .collect()
+    fake_llm_settings(
+        llm,
+        &json!({
+            "providers": {"local": {"max_output_tokens": 1000}},
+            "tools": {"read": "allow", "write": "allow"},
+            "runner": {"context_window": WINDOW},
+        }),
+    )
 }
 
 /// The compaction activities' states, in order.
@@ -128,15 +82,15 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
     ]);
     let env = Env::new();
     env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = new_session(&env);
+    let (mut s, sid) = start_session(&env, &[]);
     assert_eq!(
-        outcome(&turn(&mut s, &sid, "first task: say hello")),
+        outcome(&run_turn(&mut s, &sid, "first task: say hello")),
         "completed"
     );
-    let frames = turn(&mut s, &sid, "second task: write out.txt");
+    let frames = run_turn(&mut s, &sid, "second task: write out.txt");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "completed"]);
-    assert!(diagnostics(&frames).is_empty(), "{frames:#?}");
+    assert!(diagnostic_codes(&frames).is_empty(), "{frames:#?}");
     // The summary text is not a message: nothing of it streams or reconciles.
     assert!(!format!("{frames:?}").contains("SUMMARY-ONE"));
 
@@ -231,10 +185,10 @@ fn an_oversized_conversation_is_summarized_from_its_newest_part() {
         chat_with_usage(chat_text(&["ok"]), 2_000),
     ]);
     env.write_global_settings(&settings(&llm));
-    let mut s = child(&env);
+    let mut s = start(&env, &[]);
     let open = s.call("o", "session.open", &json!({"session_id": id}));
     assert_eq!(result(&open)["durable"], true, "{open}");
-    let frames = turn(&mut s, id, "next");
+    let frames = run_turn(&mut s, id, "next");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "completed"]);
 
@@ -277,11 +231,11 @@ fn a_context_overflow_compacts_and_retries_the_step_once() {
     ]);
     let env = Env::new();
     env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = new_session(&env);
-    assert_eq!(outcome(&turn(&mut s, &sid, "one")), "completed");
-    let frames = turn(&mut s, &sid, "two");
+    let (mut s, sid) = start_session(&env, &[]);
+    assert_eq!(outcome(&run_turn(&mut s, &sid, "one")), "completed");
+    let frames = run_turn(&mut s, &sid, "two");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
-    assert!(diagnostics(&frames).is_empty(), "{frames:#?}");
+    assert!(diagnostic_codes(&frames).is_empty(), "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "completed"]);
     let seen: Vec<Value> = (0..4).map(|_| llm.next(WAIT).body).collect();
     assert_summary_request(&seen[2]);
@@ -295,12 +249,12 @@ fn a_step_that_overflows_after_compaction_fails_the_run() {
     let llm = FakeLlm::start(vec![overflow(), chat_text(&["SUMMARY"]), overflow()]);
     let env = Env::new();
     env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = new_session(&env);
-    let frames = turn(&mut s, &sid, "one");
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = run_turn(&mut s, &sid, "one");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed", "{frames:#?}");
     assert_eq!(fin["error_code"], "execution_failed");
-    assert_eq!(diagnostics(&frames), ["context_overflow"]);
+    assert_eq!(diagnostic_codes(&frames), ["context_overflow"]);
     assert_eq!(compactions(&frames), ["started", "completed"]);
     let seen: Vec<Value> = (0..3).map(|_| llm.next(WAIT).body).collect();
     assert_summary_request(&seen[1]);
@@ -317,12 +271,12 @@ fn a_failed_summary_request_is_reported_and_the_step_proceeds() {
     ]);
     let env = Env::new();
     env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = new_session(&env);
-    assert_eq!(outcome(&turn(&mut s, &sid, "one")), "completed");
-    let frames = turn(&mut s, &sid, "two");
+    let (mut s, sid) = start_session(&env, &[]);
+    assert_eq!(outcome(&run_turn(&mut s, &sid, "one")), "completed");
+    let frames = run_turn(&mut s, &sid, "two");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "failed"]);
-    assert_eq!(diagnostics(&frames), ["compaction_failed"]);
+    assert_eq!(diagnostic_codes(&frames), ["compaction_failed"]);
     assert!(!records(&env, &sid)
         .iter()
         .any(|r| r["type"] == "compaction"));
@@ -339,9 +293,9 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
     ]);
     let env = Env::new();
     env.write_global_settings(&settings(&llm));
-    let (mut a, sid) = new_session(&env);
+    let (mut a, sid) = start_session(&env, &[]);
     for p in ["alpha", "beta", "gamma"] {
-        assert_eq!(outcome(&turn(&mut a, &sid, p)), "completed");
+        assert_eq!(outcome(&run_turn(&mut a, &sid, p)), "completed");
     }
     let seen: Vec<Value> = (0..5).map(|_| llm.next(WAIT).body).collect();
     assert_summary_request(&seen[1]);
@@ -359,10 +313,10 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
 
     let llm = FakeLlm::start(vec![chat_with_usage(chat_text(&["ok delta"]), 1_200)]);
     env.write_global_settings(&settings(&llm));
-    let mut b = child(&env);
+    let mut b = start(&env, &[]);
     let open = b.call("o", "session.open", &json!({"session_id": sid}));
     assert_eq!(result(&open)["durable"], true, "{open}");
-    let frames = turn(&mut b, &sid, "delta");
+    let frames = run_turn(&mut b, &sid, "delta");
     assert_eq!(outcome(&frames), "completed");
     assert!(
         compactions(&frames).is_empty(),
@@ -395,5 +349,126 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
             ("assistant", "ok gamma"),
             ("user", "delta"),
         ]
+    );
+}
+
+/// Runs `alpha` (whose reply reports 8,500 input tokens of the 10,000 window) and `beta` in
+/// one session; asserts `beta` compacted first. The three requests' bodies: the `alpha` step,
+/// the summary request and the `beta` step.
+fn compacts_before_the_second_turn(env: &Env, llm: &FakeLlm) -> [Value; 3] {
+    let (mut s, sid) = start_session(env, &[]);
+    let frames = run_turn(&mut s, &sid, "alpha");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert!(compactions(&frames).is_empty(), "{frames:#?}");
+    let frames = run_turn(&mut s, &sid, "beta");
+    assert_eq!(outcome(&frames), "completed", "{frames:#?}");
+    assert_eq!(compactions(&frames), ["started", "completed"]);
+    assert!(diagnostic_codes(&frames).is_empty(), "{frames:#?}");
+    assert!(!format!("{frames:?}").contains("SUMMARY-V"));
+    let seen = [
+        llm.next(WAIT).body,
+        llm.next(WAIT).body,
+        llm.next(WAIT).body,
+    ];
+    assert!(llm.drain().is_empty(), "one summary request");
+    assert!(seen[0].get("tools").is_some(), "{:#}", seen[0]);
+    assert!(seen[1].get("tools").is_none(), "{:#}", seen[1]);
+    assert!(seen[2].get("tools").is_some(), "{:#}", seen[2]);
+    let recs = records(env, &sid);
+    let comp: Vec<&Value> = recs.iter().filter(|r| r["type"] == "compaction").collect();
+    assert_eq!(comp.len(), 1);
+    assert_eq!(comp[0]["summary"], "SUMMARY-V");
+    seen
+}
+
+/// The text of a message's `content`: a string, or its `text`/`input_text` blocks joined.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn reported_usage_compacts_an_anthropic_session() {
+    use crate::common::anthropic_sse::{reply_with_usage, stop, text};
+    let llm = FakeLlm::start(vec![
+        reply_with_usage(vec![text(0, "ok alpha"), stop("end_turn")], 8_500),
+        reply_with_usage(vec![text(0, "SUMMARY-V"), stop("end_turn")], 3_000),
+        reply_with_usage(vec![text(0, "ok beta"), stop("end_turn")], 1_000),
+    ]);
+    let mut env = Env::new();
+    env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
+    env.write_global_settings(&json!({
+        "provider": "anthropic", "model": "claude-sonnet-4-5",
+        "providers": {"anthropic": {"base_url": llm.base, "max_output_tokens": 1000}},
+        "tools": {"read": "allow"},
+        "runner": {"context_window": WINDOW},
+    }));
+    let seen = compacts_before_the_second_turn(&env, &llm);
+
+    // The summary request: the summarization system prompt, one user message with the
+    // transcript.
+    let sum = &seen[1];
+    assert!(text_of(&sum["system"]).contains("summary"), "{sum:#}");
+    let m = msgs(sum);
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert_eq!(m[0]["role"], "user");
+    let t = text_of(&m[0]["content"]);
+    assert!(t.contains("Summarize the conversation above"), "{t}");
+    assert!(t.contains("[user]\nalpha") && t.contains("ok alpha"), "{t}");
+
+    // The next step opens with the summary and ends with this turn's input.
+    let m = msgs(&seen[2]);
+    assert_eq!(m[0]["role"], "user");
+    let ctx = text_of(&m[0]["content"]);
+    assert!(ctx.contains("SUMMARY-V"), "{ctx}");
+    assert!(ctx.contains("<user_input>\nalpha\n</user_input>"), "{ctx}");
+    assert_eq!(m.last().unwrap()["role"], "user");
+    assert_eq!(text_of(&m.last().unwrap()["content"]), "beta");
+    assert!(
+        !seen[2].to_string().contains("ok alpha"),
+        "alpha's reply is summarized"
+    );
+}
+
+#[test]
+fn reported_usage_compacts_a_responses_session() {
+    use crate::common::responses_sse::text_with_usage;
+    let llm = FakeLlm::start(vec![
+        text_with_usage("ok alpha", 8_500),
+        text_with_usage("SUMMARY-V", 3_000),
+        text_with_usage("ok beta", 1_000),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&fake_llm_settings(
+        &llm,
+        &json!({
+            "providers": {"local": {"wire_api": "responses", "max_output_tokens": 1000}},
+            "tools": {"read": "allow"},
+            "runner": {"context_window": WINDOW},
+        }),
+    ));
+    let seen = compacts_before_the_second_turn(&env, &llm);
+
+    let sum = &seen[1];
+    assert!(text_of(&sum["instructions"]).contains("summary"), "{sum:#}");
+    let input = sum["input"].as_array().unwrap();
+    assert_eq!(input.len(), 1, "{input:#?}");
+    assert_eq!(input[0]["role"], "user");
+    let t = text_of(&input[0]["content"]);
+    assert!(t.contains("Summarize the conversation above"), "{t}");
+    assert!(t.contains("[user]\nalpha") && t.contains("ok alpha"), "{t}");
+
+    let input = seen[2]["input"].as_array().unwrap();
+    assert_eq!(input[0]["role"], "user");
+    let ctx = text_of(&input[0]["content"]);
+    assert!(ctx.contains("SUMMARY-V"), "{ctx}");
+    assert!(ctx.contains("<user_input>\nalpha\n</user_input>"), "{ctx}");
+    assert_eq!(text_of(&input.last().unwrap()["content"]), "beta");
+    assert!(
+        !seen[2].to_string().contains("ok alpha"),
+        "alpha's reply is summarized"
     );
 }

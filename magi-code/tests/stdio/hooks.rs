@@ -4,7 +4,10 @@
 //! the third equal call in a row refused with `repeated_tool_call`.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{assert_error, init_params, result, start_session, Env, Server};
+use crate::common::{
+    assert_error, diagnostic_codes, events, fake_llm_settings, init_params, result, run_turn,
+    start_session, start_turn, Env,
+};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -13,12 +16,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// Global settings selecting the configured Chat provider `local` at the fake server.
 fn llm_settings(llm: &FakeLlm, tools: &Value, hooks: &Value) -> Value {
-    json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": tools,
-        "hooks": hooks,
-    })
+    fake_llm_settings(llm, &json!({"tools": tools, "hooks": hooks}))
 }
 
 /// Global settings selecting the scripted provider's `script` model on `steps` (one turn).
@@ -31,29 +29,6 @@ fn script_settings(env: &Env, steps: &Value, tools: &Value, hooks: &Value) -> Va
         "tools": tools,
         "hooks": hooks,
     })
-}
-
-/// Runs one turn and returns its frames through `run.finished`.
-fn turn(s: &mut Server, sid: &str) -> Vec<Value> {
-    let r = s.call(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "go"}),
-    );
-    assert!(result(&r)["run_id"].is_string(), "{r}");
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
-}
-
-fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["event"] == name).collect()
 }
 
 /// `(code, summary)` of every diagnostic.
@@ -110,7 +85,7 @@ fn a_pre_tool_hook_exiting_2_blocks_the_call_and_the_later_hooks() {
         ]}),
     ));
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid);
+    let frames = run_turn(&mut s, &sid, "go");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     assert_eq!(final_states(&frames), ["failed"]);
     let acts = events(&frames, "activity");
@@ -168,7 +143,7 @@ fn failing_hooks_are_diagnostics_and_post_tool_hooks_get_ok_through_the_tools_fi
         }),
     ));
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid);
+    let frames = run_turn(&mut s, &sid, "go");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     // The failing hook did not stop the write; the `shell`-only blocker applied to neither.
     assert_eq!(
@@ -225,7 +200,7 @@ fn hooks_skip_calls_that_policy_refuses_and_post_hooks_skip_calls_that_did_not_r
         }),
     ));
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid);
+    let frames = run_turn(&mut s, &sid, "go");
     assert_eq!(final_states(&frames), ["failed"]);
     assert!(!env.cwd.join("pre-ran").exists());
     assert!(!env.cwd.join("post-ran").exists());
@@ -247,7 +222,7 @@ fn a_hook_past_its_bound_is_killed_with_its_group_and_the_call_proceeds() {
     ));
     let (mut s, sid) = start_session(&env, &[]);
     let began = Instant::now();
-    let frames = turn(&mut s, &sid);
+    let frames = run_turn(&mut s, &sid, "go");
     assert!(
         began.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -294,12 +269,7 @@ fn cancelling_the_run_stops_a_running_hook() {
         &json!({"pre_tool": [{"command": "touch started; sleep 30"}]}),
     ));
     let (mut s, sid) = start_session(&env, &[]);
-    let r = s.call(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "go"}),
-    );
-    let run_id = result(&r)["run_id"].as_str().unwrap().to_owned();
+    let run_id = start_turn(&mut s, &sid, "go");
     let end = Instant::now() + WAIT;
     while !env.cwd.join("started").exists() {
         assert!(Instant::now() < end, "the hook never started");
@@ -378,7 +348,7 @@ fn the_third_equal_call_in_a_row_and_the_fourth_are_refused_as_repeats() {
     let env = Env::new();
     env.write_global_settings(&llm_settings(&llm, &json!({"shell": "allow"}), &json!({})));
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid);
+    let frames = run_turn(&mut s, &sid, "go");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     assert_eq!(
         final_states(&frames),
@@ -389,7 +359,7 @@ fn the_third_equal_call_in_a_row_and_the_fourth_are_refused_as_repeats() {
         "x\nx\n",
         "only the first two calls ran"
     );
-    let codes: Vec<String> = diagnostics(&frames).into_iter().map(|d| d.0).collect();
+    let codes = diagnostic_codes(&frames);
     assert_eq!(codes, ["repeated_tool_call", "repeated_tool_call"]);
     let seen: Vec<_> = (0..5).map(|_| llm.next(WAIT)).collect();
     assert!(!last_tool_result(&seen[2].body).contains("repeated"));
@@ -413,13 +383,13 @@ fn a_different_call_in_between_resets_the_row_and_refused_calls_count() {
         &json!({}),
     ));
     let (mut s, sid) = start_session(&env, &[]);
-    let frames = turn(&mut s, &sid);
+    let frames = run_turn(&mut s, &sid, "go");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     assert_eq!(
         std::fs::read_to_string(env.cwd.join("a.txt")).unwrap(),
         "a\na\na\na\n"
     );
-    let codes: Vec<String> = diagnostics(&frames).into_iter().map(|d| d.0).collect();
+    let codes = diagnostic_codes(&frames);
     assert_eq!(codes, ["repeated_tool_call"], "only the third unknown call");
     let acts = events(&frames, "activity");
     let last = acts.last().unwrap()["data"]["summary"].as_str().unwrap();

@@ -2,7 +2,7 @@
 //! configured provider and the Anthropic Messages API (base URL overridden), plus a failing
 //! server.
 
-use crate::common::{start_session, Env, Server};
+use crate::common::{reconciled, run_turn, start_session, Env};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -85,31 +85,10 @@ fn serve_once(status: u16, events: Vec<String>) -> (String, mpsc::Receiver<Seen>
     (format!("http://{addr}"), rx)
 }
 
-fn run_turn(env: &Env, prompt: &str) -> (Server, String, Vec<Value>) {
+/// Starts a child in `env` with a new session and runs one turn; its frames.
+fn turn_in(env: &Env, prompt: &str) -> Vec<Value> {
     let (mut s, sid) = start_session(env, &[]);
-    s.request(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            break;
-        }
-    }
-    (s, sid, frames)
-}
-
-fn reconciled(frames: &[Value]) -> String {
-    frames
-        .iter()
-        .filter(|f| f["event"] == "message.reconcile")
-        .map(|f| f["data"]["text"].as_str().unwrap())
-        .collect()
+    run_turn(&mut s, &sid, prompt)
 }
 
 fn finished(frames: &[Value]) -> &Value {
@@ -140,7 +119,7 @@ fn openai_compatible_provider_streams_a_reply() {
         "provider": "local", "model": "tiny",
         "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{base}/v1"), "api_key_env": "LOCAL_KEY"}},
     }));
-    let (_s, _sid, frames) = run_turn(&env, "Say hello");
+    let frames = turn_in(&env, "Say hello");
     let req = seen.recv().unwrap();
     assert_eq!(req.path, "/v1/chat/completions");
     assert_eq!(req.body["model"], "tiny");
@@ -209,7 +188,7 @@ fn anthropic_messages_api_streams_a_reply() {
         "provider": "anthropic", "model": "claude-sonnet-4-5",
         "providers": {"anthropic": {"base_url": base}},
     }));
-    let (_s, _sid, frames) = run_turn(&env, "Hi");
+    let frames = turn_in(&env, "Hi");
     let req = seen.recv().unwrap();
     assert_eq!(req.path, "/v1/messages");
     assert_eq!(req.body["model"], "claude-sonnet-4-5");
@@ -236,7 +215,7 @@ fn a_failing_server_fails_the_run_after_the_input_is_durable() {
         "provider": "local", "model": "tiny",
         "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{base}/v1")}},
     }));
-    let (_s, _sid, frames) = run_turn(&env, "Hello?");
+    let frames = turn_in(&env, "Hello?");
     assert!(frames.iter().any(|f| f["event"] == "input.persisted"));
     let fin = finished(&frames);
     assert_eq!(fin["outcome"], "failed");

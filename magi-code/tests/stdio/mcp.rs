@@ -4,7 +4,7 @@
 //! `tests/fixtures/mcp` (`npm ci` there); those tests are skipped only when node is missing.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{assert_error, init_params, result, Env, Server};
+use crate::common::{assert_error, events, init_params, result, start_turn, Env, Server};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -123,16 +123,6 @@ fn session(s: &mut Server) -> String {
         .to_owned()
 }
 
-/// Starts a turn; returns its run ID.
-fn turn(s: &mut Server, sid: &str) -> String {
-    let r = s.call(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "go"}),
-    );
-    result(&r)["run_id"].as_str().unwrap().to_owned()
-}
-
 /// Frames up to and including the first matching `pred`.
 fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
     let mut seen = Vec::new();
@@ -148,10 +138,6 @@ fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
 
 fn finished(f: &Value) -> bool {
     f["event"] == "run.finished"
-}
-
-fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["event"] == name).collect()
 }
 
 /// The live children of process `pid` (from /proc).
@@ -328,7 +314,7 @@ fn fake_tools_reach_the_model_and_their_results_come_back() {
     }));
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
-    turn(&mut s, &sid);
+    start_turn(&mut s, &sid, "go");
     let frames = until(&mut s, finished);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
 
@@ -403,7 +389,7 @@ fn the_mcp_policy_defaults_to_ask() {
     );
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
-    let run_id = turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "go");
     let seen = until(&mut s, |f| f["event"] == "approval.requested");
     let req = seen.last().unwrap();
     assert!(req["data"]["summary"]
@@ -430,7 +416,7 @@ fn the_mcp_policy_defaults_to_ask() {
     );
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
-    turn(&mut s, &sid);
+    start_turn(&mut s, &sid, "go");
     let frames = until(&mut s, finished);
     assert!(events(&frames, "approval.requested").is_empty());
     assert_eq!(
@@ -454,7 +440,7 @@ fn a_server_exiting_mid_call_fails_that_call_and_later_ones_and_the_run_goes_on(
     );
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
-    turn(&mut s, &sid);
+    start_turn(&mut s, &sid, "go");
     let frames = until(&mut s, finished);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let diags: Vec<&Value> = events(&frames, "diagnostic");
@@ -493,7 +479,7 @@ fn cancelling_a_turn_mid_call_sends_notifications_cancelled_and_returns_at_once(
     }));
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
-    let run_id = turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "go");
     until(&mut s, |f| {
         f["event"] == "activity" && f["data"]["state"] == "started"
     });
@@ -568,7 +554,7 @@ fn the_filesystem_server_reads_a_file_for_the_model() {
     let (mut s, took) = ready_in(&env);
     eprintln!("filesystem server ready in {took:?}");
     let sid = session(&mut s);
-    turn(&mut s, &sid);
+    start_turn(&mut s, &sid, "go");
     let frames = until(&mut s, finished);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let first = llm.next(WAIT);
@@ -661,7 +647,7 @@ fn two_real_servers_start_in_parallel_and_tear_down_within_the_bound() {
 
     // A long operation is running when shutdown comes: teardown still ends in the bound.
     let sid = session(&mut s);
-    turn(&mut s, &sid);
+    start_turn(&mut s, &sid, "go");
     until(&mut s, |f| {
         f["event"] == "activity" && f["data"]["state"] == "started"
     });
@@ -705,7 +691,7 @@ fn a_real_server_call_is_cancelled_and_the_server_serves_the_next_turn() {
     }));
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
-    let run_id = turn(&mut s, &sid);
+    let run_id = start_turn(&mut s, &sid, "go");
     until(&mut s, |f| {
         f["event"] == "activity" && f["data"]["state"] == "started"
     });
@@ -723,12 +709,7 @@ fn a_real_server_call_is_cancelled_and_the_server_serves_the_next_turn() {
     let acts = events(&frames, "activity");
     assert_eq!(acts.last().unwrap()["data"]["state"], "failed");
     // The server survived the cancellation and answers the next turn's call.
-    let r = s.call(
-        "t2",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "again"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+    start_turn(&mut s, &sid, "again");
     let frames = until(&mut s, finished);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let acts = events(&frames, "activity");

@@ -4,7 +4,7 @@
 //! offered and may call, and a skill's `SKILL.md` read by its absolute path.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{assert_error, init_params, result, start_session, Env, Server};
+use crate::common::{assert_error, init_params, run_turn, start_session, Env};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -155,37 +155,6 @@ fn bad_settings_are_reported_before_bad_profiles_and_good_profiles_start() {
     s.shutdown_ok("bye");
 }
 
-/// Points `env` at the fake model as the configured Chat provider `local`, plus `extra` keys.
-fn use_fake_llm(env: &Env, llm: &FakeLlm, extra: &Value) {
-    let mut settings = json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": {"read": "allow"},
-    });
-    for (k, v) in extra.as_object().unwrap() {
-        settings[k] = v.clone();
-    }
-    env.write_global_settings(&settings);
-}
-
-fn run_turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
-    let r = s.call(
-        "t",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    assert!(result(&r)["run_id"].is_string(), "{r}");
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
-}
-
 fn system_prompt(body: &Value) -> String {
     let msgs = body["messages"].as_array().unwrap();
     assert_eq!(msgs[0]["role"], "system");
@@ -237,10 +206,9 @@ fn the_prompt_lists_skills_then_the_primary_body_before_agents_md_and_a_skill_is
         chat_tool_call("r1", "read_file", &args),
         chat_text(&["done"]),
     ]);
-    use_fake_llm(
-        &env,
+    env.use_fake_llm(
         &llm,
-        &json!({"agent": "rev", "skills": {"disabled": ["off"]}}),
+        &json!({"agent": "rev", "skills": {"disabled": ["off"]}, "tools": {"read": "allow"}}),
     );
     let (mut s, sid) = start_session(&env, &[]);
     let frames = run_turn(&mut s, &sid, "fill the form");
@@ -303,8 +271,7 @@ fn a_primary_profile_with_tools_offers_only_those_and_refuses_others() {
         chat_tool_call("s1", "shell", r#"{"command":"touch made"}"#),
         chat_text(&["ok"]),
     ]);
-    use_fake_llm(
-        &env,
+    env.use_fake_llm(
         &llm,
         &json!({"agent": "reader", "tools": {"read": "allow", "shell": "allow"}}),
     );

@@ -4,48 +4,14 @@
 //! subagent's final text as the call's result.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply, Seen};
-use crate::common::{error_code, result, start_session, Env, Server};
+use crate::common::{
+    error_code, events, fake_llm_env, result, start_session, start_turn, until_finished, Env,
+};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A child whose selection is the configured Chat provider `local` at `base`.
-fn env_for(llm: &FakeLlm, tools: &Value) -> Env {
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": tools,
-    }));
-    env
-}
-
-fn start_turn(s: &mut Server, id: &str, sid: &str, prompt: &str) -> String {
-    let r = s.call(
-        id,
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    result(&r)["run_id"].as_str().unwrap().to_owned()
-}
-
-fn until_finished(s: &mut Server) -> Vec<Value> {
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            return frames;
-        }
-    }
-}
-
-fn events<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["event"] == name).collect()
-}
 
 fn task_call(id: &str, input: &Value) -> Reply {
     chat_tool_call(id, "task", &input.to_string())
@@ -124,11 +90,11 @@ fn a_general_subagent_runs_its_own_loop_and_its_reply_is_the_task_result() {
         chat_text(&["ok"]),
         chat_text(&["Again done."]),
     ]);
-    let env = env_for(&llm, &json!({"read": "allow"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"read": "allow"}}));
     std::fs::write(env.cwd.join("notes.txt"), "hi there\n").unwrap();
     std::fs::write(env.cwd.join("AGENTS.md"), "Project rule: be brief.\n").unwrap();
     let (mut s, sid) = start_session(&env, &[]);
-    let run_id = start_turn(&mut s, "t1", &sid, "Delegate the notes");
+    let run_id = start_turn(&mut s, &sid, "Delegate the notes");
     let frames = until_finished(&mut s);
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "completed", "{frames:#?}");
@@ -225,7 +191,7 @@ fn a_general_subagent_runs_its_own_loop_and_its_reply_is_the_task_result() {
         .collect();
     assert_eq!(kinds, ["user", "activity", "assistant"]);
 
-    start_turn(&mut s, "t2", &sid, "Once more");
+    start_turn(&mut s, &sid, "Once more");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let recs = records(&subagent_file(&env, &sid, 2));
@@ -255,9 +221,9 @@ fn a_subagent_call_needing_approval_asks_on_the_parent_run() {
         chat_text(&["wrote it"]),
         chat_text(&["all done"]),
     ]);
-    let env = env_for(&llm, &json!({"write": "ask"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"write": "ask"}}));
     let (mut s, sid) = start_session(&env, &["approval.answer"]);
-    let run_id = start_turn(&mut s, "t", &sid, "delegate a write");
+    let run_id = start_turn(&mut s, &sid, "delegate a write");
     let req = loop {
         let f = s.next();
         assert_ne!(f["event"], "run.finished", "{f}");
@@ -300,9 +266,9 @@ fn cancel_during_a_subagent_step_cancels_it_and_the_run() {
         ),
         Reply::sse(vec![]).stalled(),
     ]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
-    let run_id = start_turn(&mut s, "t", &sid, "delegate");
+    let run_id = start_turn(&mut s, &sid, "delegate");
     let _ = llm.next(WAIT);
     let _ = llm.next(WAIT);
     std::thread::sleep(Duration::from_millis(200));
@@ -353,9 +319,9 @@ fn a_failed_subagent_is_an_error_result_and_the_parent_goes_on() {
         Reply::status(401, &json!({"error": {"message": "secret-body"}})),
         chat_text(&["it failed"]),
     ]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, "t", &sid, "delegate");
+    start_turn(&mut s, &sid, "delegate");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     assert_one_subagent_activity(&frames, "failed", "general: failed (execution_failed)");
@@ -382,9 +348,9 @@ fn tools_task_deny_refuses_the_call_without_a_subagent() {
         task_call("k1", &json!({"description": "x", "prompt": "Do it"})),
         chat_text(&["refused then"]),
     ]);
-    let env = env_for(&llm, &json!({"task": "deny"}));
+    let env = fake_llm_env(&llm, &json!({"tools": {"task": "deny"}}));
     let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, "t", &sid, "delegate");
+    start_turn(&mut s, &sid, "delegate");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let acts = events(&frames, "activity");
@@ -407,9 +373,9 @@ fn bad_task_input_is_an_error_result() {
         ),
         chat_text(&["gave up"]),
     ]);
-    let env = env_for(&llm, &json!({}));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, "t", &sid, "delegate");
+    start_turn(&mut s, &sid, "delegate");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let _ = llm.next(WAIT);
@@ -452,16 +418,14 @@ fn a_profile_subagent_gets_its_tools_body_and_admitted_model_and_refusals_are_er
         ),
         chat_text(&["finished"]),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {
-            "local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)},
-            "catalog": {"enabled": ["local/big", "local/tiny"]},
-        },
-        "tools": {"write": "allow"},
-        "agents": {"disabled": ["hidden"]},
-    }));
+    let env = fake_llm_env(
+        &llm,
+        &json!({
+            "providers": {"catalog": {"enabled": ["local/big", "local/tiny"]}},
+            "tools": {"write": "allow"},
+            "agents": {"disabled": ["hidden"]},
+        }),
+    );
     crate::common::write_catalog_cache(&env, "local", json!([{"id": "big"}, {"id": "tiny"}]));
     let agents = env.home().join("agents");
     std::fs::create_dir_all(&agents).unwrap();
@@ -480,7 +444,7 @@ fn a_profile_subagent_gets_its_tools_body_and_admitted_model_and_refusals_are_er
         profile_md("nomodel", "model: local/absent\n", "NOMODEL BODY"),
     );
     let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, "t", &sid, "delegate");
+    start_turn(&mut s, &sid, "delegate");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let summaries: Vec<&str> = events(&frames, "activity")

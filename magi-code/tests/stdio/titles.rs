@@ -5,34 +5,19 @@
 //! by a history entry, and leaves the `run.finished` revision valid. Failure is silent.
 
 use crate::common::fake_llm::{chat_text, FakeLlm, Reply};
-use crate::common::{result, sessions_dir, Env, Server};
+use crate::common::{fake_llm_env, result, sessions_dir, start_turn, until_finished, Env, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A child whose selection is the Chat provider `local` at the fake server.
-fn env_for(llm: &FakeLlm) -> Env {
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-    }));
-    env
-}
 
 fn start(env: &Env) -> (Server, String) {
     crate::common::start_session(env, &["session.discover"])
 }
 
 /// Runs one turn; returns the `run.finished` data and when it arrived.
-fn turn(s: &mut Server, id: &str, sid: &str, prompt: &str) -> (Value, Instant) {
-    let r = s.call(
-        id,
-        "turn.start",
-        &json!({"session_id": sid, "prompt": prompt}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+fn turn(s: &mut Server, sid: &str, prompt: &str) -> (Value, Instant) {
+    start_turn(s, sid, prompt);
     loop {
         let f = s.next();
         if f["event"] == "run.finished" {
@@ -95,9 +80,9 @@ fn the_title_request_follows_run_finished_and_its_record_keeps_the_revision() {
         vec![chat_text(&["Hi ", "there."]), chat_text(&["ok"])],
         vec![title],
     );
-    let env = env_for(&llm);
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start(&env);
-    let (fin, finished_at) = turn(&mut s, "t1", &sid, "Fix the \u{7}parser");
+    let (fin, finished_at) = turn(&mut s, &sid, "Fix the \u{7}parser");
     assert_eq!(fin["outcome"], "completed", "{fin}");
     let before = page(&mut s, "p1", &sid, &fin["revision"]);
 
@@ -134,7 +119,7 @@ fn the_title_request_follows_run_finished_and_its_record_keeps_the_revision() {
     let mut s = crate::common::start(&env, &[]);
     let r = s.call("o", "session.open", &json!({"session_id": sid}));
     assert!(r.get("result").is_some(), "{r}");
-    let (fin, _) = turn(&mut s, "t2", &sid, "more");
+    let (fin, _) = turn(&mut s, &sid, "more");
     assert_eq!(fin["outcome"], "completed", "{fin}");
     assert!(llm.next_title(Duration::from_millis(1500)).is_none());
     assert_eq!(stored_titles(&env, &sid).len(), 1);
@@ -145,13 +130,13 @@ fn the_title_request_follows_run_finished_and_its_record_keeps_the_revision() {
 fn a_slow_title_delays_nothing_and_makes_nothing_busy() {
     let stall = Reply::sse(Vec::new()).stalled();
     let llm = FakeLlm::with_titles(vec![chat_text(&["one"]), chat_text(&["two"])], vec![stall]);
-    let env = env_for(&llm);
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start(&env);
-    let (fin, _) = turn(&mut s, "t1", &sid, "first");
+    let (fin, _) = turn(&mut s, &sid, "first");
     assert_eq!(fin["outcome"], "completed");
     llm.next_title(WAIT).expect("a title request, now stalled");
     // While it stalls: the next turn runs at once, then a new session is created.
-    let (fin2, _) = turn(&mut s, "t2", &sid, "second");
+    let (fin2, _) = turn(&mut s, &sid, "second");
     assert_eq!(fin2["outcome"], "completed", "{fin2}");
     let page2 = page(&mut s, "p", &sid, &fin2["revision"]);
     assert_eq!(page2.as_array().unwrap().len(), 4, "{page2}");
@@ -175,9 +160,9 @@ fn a_slow_title_delays_nothing_and_makes_nothing_busy() {
 fn a_failed_title_is_silent_and_not_retried() {
     // No title reply scripted: the title request gets a 500.
     let llm = FakeLlm::start(vec![chat_text(&["one"]), chat_text(&["two"])]);
-    let env = env_for(&llm);
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start(&env);
-    let (fin, _) = turn(&mut s, "t1", &sid, "first");
+    let (fin, _) = turn(&mut s, &sid, "first");
     assert_eq!(fin["outcome"], "completed");
     llm.next_title(WAIT).expect("a title request");
     assert!(
@@ -187,7 +172,7 @@ fn a_failed_title_is_silent_and_not_retried() {
     // No event or diagnostic came: the next frame is this response.
     let st = s.call("st", "status", &json!({}));
     assert!(st.get("result").is_some(), "{st}");
-    let (fin2, _) = turn(&mut s, "t2", &sid, "second");
+    let (fin2, _) = turn(&mut s, &sid, "second");
     assert_eq!(fin2["outcome"], "completed");
     assert!(
         llm.next_title(Duration::from_millis(1500)).is_none(),
@@ -205,26 +190,16 @@ fn a_failed_turn_gets_no_title_the_first_completed_one_does() {
         vec![Reply::status(400, &json!({})), chat_text(&["fine"])],
         vec![chat_text(&["Second try"])],
     );
-    let env = env_for(&llm);
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start(&env);
-    let r = s.call(
-        "t1",
-        "turn.start",
-        &json!({"session_id": sid, "prompt": "first"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
-    let fin = loop {
-        let f = s.next();
-        if f["event"] == "run.finished" {
-            break f["data"].clone();
-        }
-    };
+    start_turn(&mut s, &sid, "first");
+    let fin = until_finished(&mut s).pop().unwrap()["data"].clone();
     assert_eq!(fin["outcome"], "failed", "{fin}");
     assert!(
         llm.next_title(Duration::from_millis(1500)).is_none(),
         "no title for a failed turn"
     );
-    let (fin2, _) = turn(&mut s, "t2", &sid, "again");
+    let (fin2, _) = turn(&mut s, &sid, "again");
     assert_eq!(fin2["outcome"], "completed");
     llm.next_title(WAIT).expect("the first completed turn asks");
     assert_eq!(title_on_disk(&env, &sid), "Second try");
@@ -236,7 +211,7 @@ fn echo_titles_a_session_with_its_first_input() {
     let env = Env::new();
     let (mut s, sid) = start(&env);
     let fifty = "é".repeat(50);
-    let (fin, _) = turn(&mut s, "t1", &sid, &fifty);
+    let (fin, _) = turn(&mut s, &sid, &fifty);
     assert_eq!(fin["outcome"], "completed");
     assert_eq!(title_on_disk(&env, &sid), fifty, "50 characters kept whole");
     let entries = page(&mut s, "p", &sid, &fin["revision"]);

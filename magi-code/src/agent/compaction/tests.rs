@@ -105,17 +105,10 @@ fn the_estimate_uses_the_last_usage_or_the_whole_request() {
 
 #[test]
 fn the_base_prompt_and_built_in_tools_fit_in_12_kib() {
-    let rt = crate::runtime::Runtime {
-        root: PathBuf::from("/home/someone/.magi"),
-        cwd: PathBuf::from("/home/someone/projects/a-fairly-long-project-folder-name"),
-        settings: crate::config::Settings::default(),
-        context_id: "0".repeat(64),
-        instructions: String::new(),
-        client_tools: Vec::new(),
-        tool_cards: false,
-        profiles: Vec::new(),
-        skills: Vec::new(),
-    };
+    let rt = crate::runtime::Runtime::for_tests(
+        std::path::Path::new("/home/someone/.magi"),
+        std::path::Path::new("/home/someone/projects/a-fairly-long-project-folder-name"),
+    );
     let instructions = super::super::context::instructions(&rt);
     let bytes = fixed_bytes(&instructions, &crate::tools::specs());
     assert!(bytes <= 12 * 1024, "{bytes} bytes");

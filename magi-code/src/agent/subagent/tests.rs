@@ -5,17 +5,7 @@ use std::path::Path;
 
 fn runtime(root: &Path) -> Runtime {
     fs::create_dir_all(root.join("sessions")).unwrap();
-    Runtime {
-        root: root.to_path_buf(),
-        cwd: root.to_path_buf(),
-        settings: Settings::default(),
-        context_id: "0".repeat(64),
-        instructions: String::new(),
-        client_tools: Vec::new(),
-        tool_cards: false,
-        profiles: Vec::new(),
-        skills: Vec::new(),
-    }
+    Runtime::for_tests(root, root)
 }
 
 fn profile(name: &str, tools: Option<&[&str]>) -> Profile {

@@ -6,11 +6,10 @@ use crate::tools::outcome::{
     bound_parts, one_line, ToolDetails, ToolOutcome, HALF_BYTES, OUTPUT_BYTES,
 };
 use crate::util::cancel::Cancel;
-use crate::util::proc::{captured, drain, kill_group, Capture};
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use crate::util::proc::{captured, drain, kill_group, shell_command, take_output, Capture};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,20 +26,7 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     }
     let began = Instant::now();
     let deadline = began + Duration::from_millis(timeout_ms);
-    let spawned = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(&i.command)
-        .current_dir(cwd)
-        // The backend's provider credentials and trace switch are not the command's business.
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("MAGI_CODE_TRACE")
-        .env_remove("MAGI_CODE_TRACE_CHILD")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn();
+    let spawned = shell_command(&i.command, cwd).spawn();
     let Ok(mut child) = spawned else {
         return ToolOutcome::fail("failed to start");
     };
@@ -48,17 +34,7 @@ pub(crate) fn shell(i: ShellIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     let cap = Arc::new(Mutex::new(Capture::new(OUTPUT_BYTES, HALF_BYTES)));
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let mut open = 0usize;
-    let pipes: [Option<Box<dyn Read + Send>>; 2] = [
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ];
-    for pipe in pipes.into_iter().flatten() {
+    for pipe in take_output(&mut child) {
         let (cap, tx) = (Arc::clone(&cap), done_tx.clone());
         let started = std::thread::Builder::new()
             .name("tool-shell-pipe".to_owned())
@@ -178,6 +154,8 @@ mod tests {
     use crate::tools::outcome::TRUNCATED;
     use serde_json::{json, Value};
     use std::fs;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
 
     fn go(name: &str, input: Value, cwd: &Path) -> ToolOutcome {
         run(name, &input, cwd, &Cancel::default())

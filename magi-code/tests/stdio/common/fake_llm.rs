@@ -268,6 +268,15 @@ fn serve(
     }
 }
 
+/// One SSE event whose `event:` is the data's `type` (the Anthropic and Responses streams).
+#[must_use]
+pub fn typed_event(data: &Value) -> String {
+    format!(
+        "event: {}\ndata: {data}\n\n",
+        data["type"].as_str().unwrap()
+    )
+}
+
 /// A Chat Completions chunk with `delta`.
 #[must_use]
 pub fn chat_delta(delta: &Value) -> String {

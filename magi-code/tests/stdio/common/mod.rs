@@ -7,13 +7,16 @@
 //! kills the child on expiry. Every output frame is checked against the envelope the protocol
 //! promises (fields, `seq` continuity, one `instance_id`, `{"code"}`-only errors).
 
+pub mod anthropic_sse;
 mod asserts;
 mod client;
 pub mod fake_llm;
 mod fixtures;
 mod frames;
+pub mod responses_sse;
 mod server;
 mod spec;
+mod turn;
 
 pub use asserts::*;
 pub use client::*;
@@ -21,3 +24,4 @@ pub use fixtures::*;
 pub use frames::*;
 pub use server::*;
 pub use spec::*;
+pub use turn::*;
