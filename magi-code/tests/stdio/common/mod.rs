@@ -12,6 +12,7 @@ mod client;
 pub mod fake_llm;
 mod fixtures;
 mod frames;
+pub mod schema;
 mod server;
 mod spec;
 
