@@ -29,19 +29,19 @@ use crate::session::{self, Selection};
 use protocol_core::{ErrorCode, RequestId, WorkerEvent};
 
 /// Admission of a turn: checks, then `TurnAdmitted`; runs it to `RunFinished` on this thread.
-/// Returns the title request due after it, which the caller makes beside this worker.
+/// A title request due after it goes to `start_title`, which makes it beside this worker.
 pub fn run_turn(
     ctx: &TurnCtx<'_>,
     id: RequestId,
     session_id: String,
     prompt: String,
-) -> Option<TitleJob> {
+    start_title: impl FnOnce(TitleJob),
+) {
     let reject = |code| {
         ctx.sink.send(WorkerEvent::TurnRejected {
             id: id.clone(),
             code,
         });
-        None
     };
     let (selection, turns, history) = {
         let st = ctx.state();
@@ -107,6 +107,12 @@ pub fn run_turn(
     ctx.approvals.clear();
     ctx.client_calls.clear();
     let view = Some(session::view(rt, &ctx.state()));
+    // The title thread starts before `run.finished` goes out (a thread spawn, never a wait on
+    // the request), so a client that shuts down right after it still lets a quick title land
+    // within cleanup's grace.
+    if let Some(job) = title::due(ctx, &out.session_id, &selection, &finished) {
+        start_title(job);
+    }
     ctx.sink.send_timeout(
         WorkerEvent::RunFinished {
             run_id: out.run_id.clone(),
@@ -115,6 +121,4 @@ pub fn run_turn(
         },
         CRITICAL_WAIT,
     );
-    // Only after `run.finished` went out: the title never delays it.
-    title::due(ctx, &out.session_id, &selection, &finished)
 }

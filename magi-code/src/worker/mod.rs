@@ -25,6 +25,10 @@ use std::thread::JoinHandle;
 const MCP_TEARDOWN: std::time::Duration =
     std::time::Duration::from_millis(protocol_core::limits::CLEANUP_WAIT_MS - 300);
 
+/// How long cleanup lets running title requests end on their own before cancelling them
+/// (well inside the cleanup wait, beside the MCP teardown).
+const TITLE_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
 struct Running {
     cancel: Arc<Cancel>,
     handle: JoinHandle<()>,
@@ -203,9 +207,10 @@ impl Workers {
                     sink: &s,
                     cancel: &c,
                 };
-                if let Some(job) = agent::run_turn(&ctx, rid, session_id, prompt) {
-                    titles::spawn(&shared, ctx.rt.clone(), job);
-                }
+                let rt = ctx.rt.clone();
+                agent::run_turn(&ctx, rid, session_id, prompt, |job| {
+                    titles::spawn(&shared, rt, job);
+                });
             }));
             if res.is_err() {
                 // A panic before admission rejects the turn; after it the engine's closing
@@ -242,8 +247,9 @@ impl Workers {
             r.cancel.cancel();
             handles.push(r.handle);
         }
-        // Title requests end with the child: cancelled now, joined with the rest.
-        handles.extend(self.shared.titles.stop());
+        // Title requests end with the child: a short grace for those already out (an offline
+        // title takes microseconds), then cancelled and joined with the rest.
+        let titles = self.shared.titles.stop();
         let s = sink.clone();
         let shared = self.shared.clone();
         let mcp_deadline = std::time::Instant::now() + MCP_TEARDOWN;
@@ -253,7 +259,10 @@ impl Workers {
             let mcp = shared
                 .mcp()
                 .and_then(|hub| Self::spawn("mc-mcp-teardown", move || hub.shutdown(mcp_deadline)));
-            for h in handles.into_iter().chain(mcp) {
+            let handles = handles
+                .into_iter()
+                .chain(titles::after_grace(titles, TITLE_GRACE));
+            for h in handles.chain(mcp) {
                 let _ = h.join();
             }
             // Leases are released only after every worker stopped.

@@ -9,6 +9,7 @@ use crate::util::cancel::Cancel;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// The title requests of one child.
 #[derive(Debug, Default)]
@@ -30,18 +31,31 @@ impl Titles {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Cancels every title request and stops new ones; returns the threads to join.
-    pub fn stop(&self) -> Vec<JoinHandle<()>> {
+    /// Stops new title requests; returns the running ones (see [`after_grace`]).
+    pub fn stop(&self) -> Vec<(Arc<Cancel>, JoinHandle<()>)> {
         let mut g = self.lock();
         g.closing = true;
-        g.running
-            .drain(..)
-            .map(|(cancel, handle)| {
-                cancel.cancel();
-                handle
-            })
-            .collect()
+        g.running.drain(..).collect()
     }
+}
+
+/// Waits up to `grace` for the running title requests to end on their own, cancels the rest
+/// (an HTTP step ends within 500 ms of that), and returns every thread to join.
+pub fn after_grace(
+    running: Vec<(Arc<Cancel>, JoinHandle<()>)>,
+    grace: Duration,
+) -> Vec<JoinHandle<()>> {
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline && running.iter().any(|(_, h)| !h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    running
+        .into_iter()
+        .map(|(cancel, handle)| {
+            cancel.cancel();
+            handle
+        })
+        .collect()
 }
 
 /// Starts the title request of `job` on its own thread, unless this child already asked for

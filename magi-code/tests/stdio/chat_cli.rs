@@ -40,6 +40,31 @@ fn chat(home: &Path, cwd: &Path, args: &[&str], input: &str) -> (i32, String) {
 }
 
 #[test]
+fn a_piped_chat_on_the_embedded_default_leaves_a_titled_session() {
+    // The offline title starts before `run.finished` and cleanup gives running titles a grace,
+    // so even a chat whose stdin ends right after one turn stores its title.
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let (code, out) = chat(home.path(), cwd.path(), &[], "Fix the login bug\n");
+    assert_eq!(code, 0, "{out}");
+    let sid = out.split_whitespace().nth(1).unwrap().to_owned();
+    let history =
+        std::fs::read_to_string(home.path().join("sessions").join(format!("{sid}.jsonl"))).unwrap();
+    let titles: Vec<serde_json::Value> = history
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["type"] == "title")
+        .collect();
+    assert_eq!(titles.len(), 1, "{history}");
+    assert_eq!(titles[0]["title"], "Fix the login bug");
+    let (_, listed) = chat(home.path(), cwd.path(), &[], "/sessions\n");
+    assert!(
+        listed.contains(&format!("{sid}  Fix the login bug  ")),
+        "{listed}"
+    );
+}
+
+#[test]
 fn chat_streams_replies_and_reopens_the_session() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
