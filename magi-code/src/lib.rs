@@ -16,4 +16,5 @@ pub mod startup;
 pub mod store;
 pub mod tools;
 pub mod util;
+pub mod wire;
 pub mod worker;

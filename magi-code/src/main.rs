@@ -30,6 +30,12 @@ enum Cmd {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Print the protocol's JSON Schema (docs/schema/magi-code.local-agent.v1.json).
+    Schema {
+        /// Print the TypeScript declarations (docs/schema/protocol.d.ts) instead.
+        #[arg(long)]
+        typescript: bool,
+    },
     /// Replay a captured trace through the engine and report differences.
     Replay {
         /// The trace file (JSONL, see docs/trace-format.md).
@@ -56,6 +62,7 @@ fn main() {
         Cmd::Serve { .. } => 2,
         Cmd::Demo => magi_code::cli::demo(),
         Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
+        Cmd::Schema { typescript } => magi_code::cli::schema(typescript),
         Cmd::Replay { file } => magi_code::cli::replay(&file),
     };
     std::process::exit(code);

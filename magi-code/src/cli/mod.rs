@@ -8,7 +8,9 @@ pub mod demo;
 mod interrupt;
 pub mod replay;
 mod retention;
+pub mod schema;
 
 pub use chat::chat;
 pub use demo::demo;
 pub use replay::replay;
+pub use schema::schema;

@@ -34,7 +34,7 @@ const LAYERS: [&[&str]; 10] = [
     /* 8 */
     &["runtime.rs"],
     /* 9 */ &["config/", "store/"],
-    /* 10 */ &["util/"],
+    /* 10 */ &["util/", "wire/"],
 ];
 
 /// The most non-test lines a file under `src` may have.

@@ -5,6 +5,7 @@ mod append_path;
 mod fuzz_corpus;
 mod incremental;
 mod layering;
+mod schema;
 
 use magi_code::{config::Settings, runtime::Runtime};
 use std::path::Path;

@@ -14,6 +14,7 @@ pub mod fake_llm;
 mod fixtures;
 mod frames;
 pub mod responses_sse;
+pub mod schema;
 mod server;
 mod spec;
 mod turn;

@@ -256,7 +256,9 @@ impl Server {
 
     /// Queues a request.
     pub fn request(&self, id: &str, method: &str, params: &Value) {
-        self.send_line(&frame(id, method, params));
+        let f = frame(id, method, params);
+        super::schema::record_request(self.pid(), &f);
+        self.send_line(&f);
     }
 
     /// Closes stdin after everything queued so far has been written.
@@ -419,7 +421,9 @@ impl Server {
 
     #[track_caller]
     fn check(&mut self, line: &[u8]) -> Value {
-        check_envelope(line, &mut self.seq, &mut self.instance_id)
+        let frame = check_envelope(line, &mut self.seq, &mut self.instance_id);
+        super::schema::check_frame(self.pid(), &frame);
+        frame
     }
 }
 
