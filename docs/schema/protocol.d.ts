@@ -373,7 +373,7 @@ export type Extensions = {
   "tool.cards"?: ToolCardsDescriptor | null;
 };
 
-/** A `history.page` entry. */
+/** A `history.page` entry; `card` is present exactly on `tool_card` entries. */
 export type HistoryEntry = {
   /** `tool_card` entries: the activity's last card. */
   card?: Card;

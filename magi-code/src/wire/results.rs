@@ -524,9 +524,14 @@ pub enum EntryKind {
     ToolCard,
 }
 
-/// A `history.page` entry.
+/// A `history.page` entry; `card` is present exactly on `tool_card` entries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "properties": { "kind": { "const": "tool_card" } } },
+    "then" = { "required": ["card"] },
+    "else" = { "not": { "required": ["card"] } }
+))]
 pub struct HistoryEntry {
     /// The message, scoped to session and revision.
     #[schemars(with = "OpaqueId")]

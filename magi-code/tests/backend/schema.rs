@@ -57,10 +57,7 @@ fn same_bytes(file: &str, generated: &str, flag: &str) {
             .lines()
             .zip(generated.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(
-                || committed.lines().count().min(generated.lines().count()),
-                |i| i,
-            )
+            .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()))
             + 1;
         panic!(
             "docs/schema/{file} is not what the wire types generate (first difference at line \
@@ -148,7 +145,7 @@ fn trace_frames() -> Vec<(String, Value, Option<Value>)> {
                 let frame: Value = serde_json::from_slice(line).unwrap();
                 let request = frame
                     .get("result")
-                    .and(frame["id"].as_str())
+                    .and_then(|_| frame["id"].as_str())
                     .and_then(|id| requests.get(id).cloned());
                 out.push((format!("{name} child {}", key.0), frame, request));
             }
@@ -346,8 +343,8 @@ fn the_limits_object_is_built_from_the_constants() {
     );
 }
 
-/// Every object schema that lists properties is exact, but the two that hold the client's
-/// or model's own JSON (`input_schema`, `client.tool.call` `input`).
+/// Every object schema that lists properties is exact, but `input_schema` (the client's own
+/// JSON Schema) and the `if` condition of a history entry (a test, not a shape).
 #[test]
 fn every_listed_object_is_closed() {
     fn walk(v: &Value, at: &str, open: &mut Vec<String>) {
@@ -375,7 +372,38 @@ fn every_listed_object_is_closed() {
     walk(&magi_code::wire::schema(), "#", &mut open);
     assert_eq!(
         open,
-        ["#/$defs/ClientTool/properties/input_schema"],
+        [
+            "#/$defs/ClientTool/properties/input_schema",
+            "#/$defs/HistoryEntry/if"
+        ],
         "open objects"
+    );
+}
+
+#[test]
+fn a_card_is_on_tool_card_entries_only() {
+    let v = Validator::new();
+    let page = |entry: Value| {
+        json!({"protocol":"magi-code.local-agent","version":1,"type":"response",
+            "instance_id":"4d34f0fc-a9ce-4632-bfad-7899d04d5915","seq":4,"id":"h1",
+            "result":{"session_id":"s1","revision":"r1","entries":[entry],"next_cursor":null,"complete":true}})
+    };
+    let card = json!({"kind":"generic","title":"list_dir","status":"completed"});
+    let entry = |kind: &str, card: Option<&Value>| {
+        let mut e = json!({"message_id":"m1","kind":kind,"text":"list_dir","partial":false,"part":0,"last_part":true});
+        if let Some(c) = card {
+            e["card"] = c.clone();
+        }
+        e
+    };
+    v.frame_ok(&page(entry("tool_card", Some(&card)))).unwrap();
+    v.frame_ok(&page(entry("activity", None))).unwrap();
+    assert!(v.frame_ok(&page(entry("tool_card", None))).is_err());
+    assert!(v.frame_ok(&page(entry("activity", Some(&card)))).is_err());
+    let mut odd = card;
+    odd["kind"] = json!("spreadsheet");
+    assert!(
+        v.frame_ok(&page(entry("tool_card", Some(&odd)))).is_err(),
+        "an unknown card kind"
     );
 }

@@ -26,7 +26,10 @@ fn response(seq: u64, rest: &str) -> String {
 
 #[test]
 fn accepts_a_well_formed_response() {
-    let mut s = fake(&format!("{}\n", response(1, r#""result":{}"#)));
+    let mut s = fake(&format!(
+        "{}\n",
+        response(1, r#""result":{"state":"stopping"}"#)
+    ));
     let f = s.next();
     assert_eq!(f["seq"], 1);
 }
@@ -34,7 +37,10 @@ fn accepts_a_well_formed_response() {
 #[test]
 #[should_panic(expected = "seq must start at 1")]
 fn rejects_seq_not_starting_at_1() {
-    let mut s = fake(&format!("{}\n", response(2, r#""result":{}"#)));
+    let mut s = fake(&format!(
+        "{}\n",
+        response(2, r#""result":{"state":"stopping"}"#)
+    ));
     s.next();
 }
 
@@ -43,8 +49,8 @@ fn rejects_seq_not_starting_at_1() {
 fn rejects_a_seq_gap() {
     let mut s = fake(&format!(
         "{}\n{}\n",
-        response(1, r#""result":{}"#),
-        response(3, r#""result":{}"#)
+        response(1, r#""result":{"state":"stopping"}"#),
+        response(3, r#""result":{"state":"stopping"}"#)
     ));
     s.next();
     s.next();
@@ -55,7 +61,7 @@ fn rejects_a_seq_gap() {
 fn rejects_result_and_error_together() {
     let mut s = fake(&format!(
         "{}\n",
-        response(1, r#""result":{},"error":{"code":"x"}"#)
+        response(1, r#""result":{"state":"stopping"},"error":{"code":"x"}"#)
     ));
     s.next();
 }
@@ -81,7 +87,10 @@ fn rejects_extra_envelope_fields() {
 #[should_panic(expected = "partial output line")]
 fn rejects_a_partial_line() {
     // Printed, then stdout closes: the unterminated bytes arrive at EOF.
-    let mut s = fake_script(r#"printf '%s' "$1""#, &response(1, r#""result":{}"#));
+    let mut s = fake_script(
+        r#"printf '%s' "$1""#,
+        &response(1, r#""result":{"state":"stopping"}"#),
+    );
     s.next();
 }
 
@@ -105,4 +114,15 @@ fn detects_stderr_output() {
 fn reads_are_bounded() {
     let mut s = fake("");
     s.next_within(std::time::Duration::from_millis(200));
+}
+
+#[test]
+#[should_panic(expected = "frame breaks docs/schema/magi-code.local-agent.v1.json")]
+fn rejects_a_frame_the_schema_refuses() {
+    // A well-formed envelope whose result has a member no method's result has.
+    let mut s = fake(&format!(
+        "{}\n",
+        response(1, r#""result":{"state":"stopping","extra":1}"#)
+    ));
+    s.next();
 }

@@ -21,6 +21,7 @@ mod profiles;
 mod refresh;
 mod replay_cli;
 mod retention;
+mod schema_cli;
 mod selection;
 mod sessions;
 mod startup;
