@@ -16,6 +16,48 @@
 //!
 //! [`pipe`] is the level below: raw request lines and the bounded frame reader, for the demo,
 //! the benchmark and tests that write deliberately wrong frames.
+//!
+//! ```no_run
+//! use magi_code::client::{Client, ClientError, Update};
+//! use magi_code::wire::requests::{ApprovalAnswerParams, EmptyParams};
+//! use magi_code::wire::results::{RecordedResult, SessionResult};
+//! use magi_code::wire::{Call, Event};
+//! use std::time::Duration;
+//!
+//! fn main() -> Result<(), ClientError> {
+//!     let mut cmd = Client::command("magi-code".as_ref());
+//!     cmd.current_dir("/path/to/workspace").stderr(std::process::Stdio::null());
+//!     let mut c = Client::spawn(cmd).map_err(|_| ClientError::Closed)?;
+//!     c.initialize(&["session.create", "turn.start", "approval.answer", "shutdown"])?;
+//!     let s: SessionResult = c.call(Call::SessionCreate(EmptyParams {}))?;
+//!     assert_eq!(c.saved_session(), None); // lazy: nothing to save yet
+//!
+//!     let mut turn = c.start_turn(&s.session_id, "Create notes.txt saying hello.")?;
+//!     while turn.finished().is_none() {
+//!         let Some(e) = c.next_event(Duration::from_millis(100))? else { continue };
+//!         match turn.apply(&e)? {
+//!             Update::Delta { text, .. } => print!("{text}"), // live, best effort
+//!             Update::Reconciled { text, shown, .. } => { /* replace `shown` by `text` */ }
+//!             _ => {}
+//!         }
+//!         if let Event::ApprovalRequested(a) = e {
+//!             let answer = ApprovalAnswerParams {
+//!                 session_id: s.session_id.clone(),
+//!                 run_id: a.run_id,
+//!                 approval_id: a.approval_id,
+//!                 allow: true,
+//!             };
+//!             let _: RecordedResult = c.call(Call::ApprovalAnswer(answer))?;
+//!         }
+//!         if let Some(sid) = c.saved_session() {
+//!             let _ = sid; // durable now (after `input.persisted`): save it for a relaunch
+//!         }
+//!     }
+//!     println!("\n{}", turn.text()); // every message's reconciled text, once
+//!     c.shutdown(Duration::from_secs(5));
+//!     Ok(())
+//! }
+//! ```
 
 pub mod error;
 pub mod ids;
