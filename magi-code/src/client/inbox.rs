@@ -66,9 +66,8 @@ impl Inbox {
 
     /// Records a request just written, so its response correlates.
     pub fn sent(&mut self, id: &str, method: &'static str) {
-        let keep = true;
-        self.outstanding
-            .insert(id.to_owned(), Outstanding { method, keep });
+        let o = Outstanding { method, keep: true };
+        self.outstanding.insert(id.to_owned(), o);
     }
 
     /// The response to `id` is not wanted: it is dropped when it arrives (or now).

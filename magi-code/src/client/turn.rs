@@ -95,7 +95,8 @@ pub enum Update {
     Other,
 }
 
-/// One run: its messages in order of first appearance and its terminal.
+/// One run: its messages in order of first appearance and its terminal. [`Turn::new`] binds
+/// it to a run; `Turn::default()` takes whichever run's events it is given.
 #[derive(Clone, Debug, Default)]
 pub struct Turn {
     run_id: Option<String>,

@@ -222,7 +222,17 @@ fn request_ids_are_never_reused() {
     let id = c.send(status.clone()).unwrap();
     assert_ne!(id, "mine");
     assert_ne!(id, "c1");
-    let _: Status = c.response(&id).unwrap();
+    // Polling without blocking: the response arrives under its own ID.
+    let end = Instant::now() + STEP;
+    let polled = loop {
+        if let Some(r) = c.try_response::<Status>(&id) {
+            break r.unwrap();
+        }
+        assert!(Instant::now() < end, "no response to {id}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(polled.readiness, "ready");
+    assert!(c.try_response::<Status>(&id).is_none(), "taken once");
     assert_eq!(c.ids_used(), 4);
     // Asking for another method's result type is refused before anything is written.
     assert_eq!(
