@@ -12,7 +12,7 @@
 //!
 //! Run: `cargo bench -p magi-code --bench agent` (`MC_BENCH_QUICK=1` for a short run).
 
-use magi_code::cli::client::{serve_command, Frames, Server};
+use magi_code::client::pipe::{serve_command, Frames, Server};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench -p magi-code --bench transport` (set `MC_BENCH_QUICK=1` for a short run).
 
-use magi_code::cli::client;
+use magi_code::client::pipe as client;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod catalog;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod discovery;
 pub mod history;

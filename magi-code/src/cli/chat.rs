@@ -1,9 +1,15 @@
 //! `magi-code chat`: a terminal client for people, with streaming replies, tool activity,
 //! approval prompts, Ctrl-C to stop a turn, and commands to list and switch sessions.
 
-use super::client::{serve_command, Frames, Server};
 use super::interrupt;
-use serde_json::{json, Value};
+use crate::client::{Client, ClientError, Turn, Update};
+use crate::wire::requests::{
+    ApprovalAnswerParams, SessionOpenParams, SnapshotPageParams, TurnCancelParams,
+};
+use crate::wire::results::{SessionListResult, SessionResult};
+use crate::wire::{requests::EmptyParams, Call, Event};
+use serde::Serialize;
+use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::unix::process::CommandExt;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -44,29 +50,25 @@ pub fn chat(session: Option<&str>) -> i32 {
     // Its own process group: Ctrl-C on the terminal reaches the chat only, which then asks
     // the server to cancel or shut down instead of losing it mid-write.
     let mut cmd = match std::env::current_exe() {
-        Ok(exe) => serve_command(&exe),
+        Ok(exe) => Client::command(&exe),
         Err(_) => return start_failed(),
     };
     cmd.process_group(0);
-    let Ok(mut server) = Server::spawn(cmd) else {
+    let Ok(mut client) = Client::spawn(cmd) else {
         return start_failed();
     };
-    let Some(frames) = server.frames().map(Frames::into_channel) else {
-        return 1;
-    };
+    // People take their time; the child answers or goes, and either ends the wait.
+    client.set_wait(None);
     let Some(lines) = read_lines() else {
-        let _ = server.child.kill();
-        let _ = server.child.wait();
+        client.kill();
         return start_failed();
     };
     if !interrupt::install() {
         eprintln!("magi-code chat: Ctrl-C cannot stop a turn here; it ends the chat");
     }
     let mut chat = Chat {
-        server,
-        frames,
+        client,
         lines,
-        n: 0,
         sid: String::new(),
         style,
         stdin_tty,
@@ -136,6 +138,14 @@ fn field<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or_default()
 }
 
+/// A wire enum's spelling (`completed`, `started` …).
+fn word(v: &impl Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 /// A finished `tool.cards` card as one line under its activity: the command and its exit
 /// code, a file's line counts, matches found. Running cards show nothing (the activity did).
 fn card_line(card: &Value) -> Option<String> {
@@ -187,15 +197,6 @@ enum After {
     Quit,
 }
 
-/// Where a turn's cancellation stands.
-#[derive(PartialEq, Eq)]
-enum Cancel {
-    No,
-    /// Asked for before the run ID was known.
-    Wanted,
-    Sent,
-}
-
 /// What a running turn has shown.
 struct Screen {
     /// The cursor is not at the start of a line.
@@ -223,6 +224,15 @@ impl Screen {
         }
     }
 
+    /// Prints reply text where the cursor is.
+    fn show(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.mid_line = !text.ends_with('\n');
+        }
+        print!("{text}");
+        flush();
+    }
+
     fn tick(&mut self) {
         let k = self.spinner.map_or(0, |k| (k + 1) % SPINNER.len());
         if self.spinner.is_some() {
@@ -235,10 +245,8 @@ impl Screen {
 }
 
 struct Chat {
-    server: Server,
-    frames: Receiver<Value>,
+    client: Client,
     lines: Receiver<String>,
-    n: u32,
     sid: String,
     style: Style,
     stdin_tty: bool,
@@ -246,36 +254,12 @@ struct Chat {
     failed: bool,
 }
 
+/// The code of a refusal, or what else ended the wait.
+fn why(e: &ClientError) -> &str {
+    e.code().unwrap_or("no answer")
+}
+
 impl Chat {
-    fn send(&mut self, method: &str, params: &Value) -> Option<String> {
-        self.n += 1;
-        let id = format!("c{}", self.n);
-        self.server.send(&id, method, params).ok()?;
-        Some(id)
-    }
-
-    /// The response to `id` (events meanwhile are dropped); None once the server is gone or
-    /// past `within`.
-    fn wait(&self, id: &str, within: Option<Duration>) -> Option<Value> {
-        let end = within.map(|d| Instant::now() + d);
-        loop {
-            let left = end.map_or(TICK, |e| e.saturating_duration_since(Instant::now()));
-            if left.is_zero() {
-                return None;
-            }
-            match self.frames.recv_timeout(left.min(TICK)) {
-                Ok(f) if f["id"] == id => return Some(f),
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return None,
-            }
-        }
-    }
-
-    fn request(&mut self, method: &str, params: &Value) -> Option<Value> {
-        let id = self.send(method, params)?;
-        self.wait(&id, None)
-    }
-
     /// The next input line, polling Ctrl-C meanwhile.
     fn line(&self) -> Line {
         loop {
@@ -298,38 +282,45 @@ impl Chat {
     /// Initializes, attaches, then reads prompts and commands until the end; Some(code) when
     /// the chat must exit with it before any prompt.
     fn run(&mut self, session: Option<&str>) -> Option<i32> {
-        let caps = json!({"required_capabilities": ["session.create", "session.open", "session.list", "turn.start", "turn.cancel", "approval.answer", "shutdown", "tool.cards"]});
-        let init = self.request("initialize", &caps);
-        match init.as_ref().map(|f| &f["error"]["code"]) {
-            None => {
+        let caps = [
+            "session.create",
+            "session.open",
+            "session.list",
+            "turn.start",
+            "turn.cancel",
+            "approval.answer",
+            "shutdown",
+            "tool.cards",
+        ];
+        match self.client.initialize(&caps) {
+            Ok(_) => {}
+            Err(ClientError::Rejected(e)) => {
+                eprintln!(
+                    "magi-code chat: initialization failed: {}",
+                    printable(&e.code)
+                );
+                return Some(1);
+            }
+            Err(_) => {
                 eprintln!("magi-code chat: the server did not answer");
                 return Some(1);
             }
-            Some(Value::String(code)) => {
-                eprintln!("magi-code chat: initialization failed: {}", printable(code));
+        }
+        let attach: Result<SessionResult, _> = match session {
+            Some(sid) => self.client.call(Call::SessionOpen(SessionOpenParams {
+                session_id: sid.to_owned(),
+            })),
+            None => self.client.call(Call::SessionCreate(EmptyParams {})),
+        };
+        let sid = match attach {
+            Ok(r) => r.session_id,
+            Err(e) => {
+                let code = printable(why(&e));
+                eprintln!("magi-code chat: could not attach a session: {code}");
                 return Some(1);
             }
-            Some(_) => {}
-        }
-        let attach = match session {
-            Some(sid) => self.request("session.open", &json!({"session_id": sid})),
-            None => self.request("session.create", &json!({})),
         };
-        let Some(sid) = attach
-            .as_ref()
-            .and_then(|f| f["result"]["session_id"].as_str())
-        else {
-            let code = attach
-                .as_ref()
-                .and_then(|f| f["error"]["code"].as_str())
-                .unwrap_or("no answer");
-            eprintln!(
-                "magi-code chat: could not attach a session: {}",
-                printable(code)
-            );
-            return Some(1);
-        };
-        self.sid = sid.to_owned();
+        self.sid = sid;
         println!(
             "session {} (saved once a reply starts; reopen with `magi-code chat --session {}`; /help lists commands)",
             self.sid, self.sid
@@ -368,10 +359,16 @@ impl Chat {
 
     /// One turn: streams its reply, activity and approvals until `run.finished`.
     fn turn(&mut self, prompt: &str) -> After {
-        let params = json!({"session_id": self.sid, "prompt": prompt});
-        let Some(start) = self.send("turn.start", &params) else {
-            self.error_line("[the server stopped]");
-            return After::Quit;
+        let mut turn = match self.client.start_turn(&self.sid, prompt) {
+            Ok(turn) => turn,
+            Err(ClientError::Rejected(e)) => {
+                self.error_line(&format!("[turn refused: {}]", e.code));
+                return After::Prompt;
+            }
+            Err(_) => {
+                self.error_line("[the server stopped]");
+                return After::Quit;
+            }
         };
         print!("magi> ");
         flush();
@@ -381,118 +378,111 @@ impl Chat {
             produced: false,
             spinner: None,
         };
-        let mut run_id: Option<String> = None;
-        let mut cancel = Cancel::No;
+        let mut cancelling = false;
         loop {
             if interrupt::take() {
-                if cancel != Cancel::No {
-                    screen.line_start();
+                screen.line_start();
+                if cancelling {
                     return After::Quit;
                 }
-                cancel = Cancel::Wanted;
-                screen.line_start();
+                cancelling = true;
                 println!("{}", self.style.dim("[stopping; Ctrl-C again leaves]"));
+                self.cancel(&turn);
             }
-            if cancel == Cancel::Wanted {
-                if let Some(run) = &run_id {
-                    let params = json!({"session_id": self.sid, "run_id": run});
-                    self.send("turn.cancel", &params);
-                    cancel = Cancel::Sent;
-                }
-            }
-            let f = match self.frames.recv_timeout(TICK) {
-                Ok(f) => f,
-                Err(RecvTimeoutError::Timeout) => {
+            let e = match self.client.next_event(TICK) {
+                Ok(Some(e)) => e,
+                Ok(None) => {
                     if self.style.tty && !screen.produced && began.elapsed() >= INDICATOR_AFTER {
                         screen.tick();
                     }
                     continue;
                 }
-                Err(RecvTimeoutError::Disconnected) => {
+                Err(_) => {
                     screen.line_start();
                     self.error_line("[the server stopped]");
                     return After::Quit;
                 }
             };
-            if f["id"] == start.as_str() {
-                if let Some(code) = f["error"]["code"].as_str() {
-                    screen.line_start();
-                    self.error_line(&format!("[turn refused: {code}]"));
-                    return After::Prompt;
-                }
-                run_id = f["result"]["run_id"].as_str().map(str::to_owned);
-                continue;
-            }
-            if !f["id"].is_null() {
-                // Answers to turn.cancel and approval.answer: the events tell the rest.
-                continue;
-            }
-            let data = &f["data"];
-            match f["event"].as_str() {
-                Some("message.delta") => {
+            let Ok(update) = turn.apply(&e) else {
+                screen.line_start();
+                self.error_line("[the server broke the protocol]");
+                return After::Quit;
+            };
+            match (e, update) {
+                (_, Update::Delta { text, .. }) => {
                     screen.clear();
                     screen.produced = true;
-                    let text = printable(field(data, "text"));
-                    if !text.is_empty() {
-                        screen.mid_line = !text.ends_with('\n');
-                    }
-                    print!("{text}");
-                    flush();
+                    screen.show(&printable(&text));
                 }
-                Some("activity") => {
+                (_, Update::Reconciled { text, shown, .. }) => {
+                    screen.produced = true;
+                    // The reconciled text replaces what the deltas showed: what is missing is
+                    // added, and a reply that differs is shown again whole.
+                    match text.strip_prefix(shown.as_str()) {
+                        Some(rest) => screen.show(&printable(rest)),
+                        None => {
+                            screen.line_start();
+                            screen.show(&printable(&text));
+                        }
+                    }
+                }
+                (Event::Activity(a), _) => {
                     screen.line_start();
                     screen.produced = true;
-                    let line = format!(
-                        "[{} {}: {}]",
-                        data["name"].as_str().unwrap_or("tool"),
-                        field(data, "state"),
-                        field(data, "summary")
-                    );
+                    let line = format!("[{} {}: {}]", a.name, word(&a.state), a.summary);
                     println!("{}", self.style.dim(&printable(&line)));
                 }
-                Some("tool.card") => {
-                    if let Some(line) = card_line(&data["card"]) {
+                (Event::ToolCard(c), _) => {
+                    let card = serde_json::to_value(&c.card).unwrap_or_default();
+                    if let Some(line) = card_line(&card) {
                         screen.line_start();
                         println!("{}", self.style.dim(&printable(&line)));
                     }
                 }
-                Some("diagnostic") => {
+                (Event::Diagnostic(d), _) => {
                     screen.line_start();
-                    let line = format!("[{}: {}]", field(data, "code"), field(data, "summary"));
+                    let line = format!("[{}: {}]", d.code, d.summary);
                     println!("{}", self.style.dim(&printable(&line)));
                 }
-                Some("approval.requested") => {
+                (Event::ApprovalRequested(a), _) => {
                     screen.line_start();
                     screen.produced = true;
-                    let summary = data["summary"].as_str().unwrap_or("this tool call");
-                    print!("allow {}? [y/N] ", printable(summary));
+                    print!("allow {}? [y/N] ", printable(&a.summary));
                     flush();
                     let allow = match self.line() {
                         Line::Text(a) => a.trim().eq_ignore_ascii_case("y"),
                         Line::Eof => false,
-                        Line::Interrupted if cancel != Cancel::No => {
+                        Line::Interrupted if cancelling => {
                             println!();
                             return After::Quit;
                         }
                         Line::Interrupted => {
-                            cancel = Cancel::Wanted;
+                            cancelling = true;
                             println!();
                             println!("{}", self.style.dim("[stopping; Ctrl-C again leaves]"));
+                            self.cancel(&turn);
                             false
                         }
                     };
                     // A terminal echoes the answer's LF; a pipe does not.
                     screen.mid_line = !self.stdin_tty;
-                    let params = json!({"session_id": self.sid, "run_id": data["run_id"], "approval_id": data["approval_id"], "allow": allow});
-                    self.send("approval.answer", &params);
+                    let _ = self
+                        .client
+                        .send_detached(Call::ApprovalAnswer(ApprovalAnswerParams {
+                            session_id: self.sid.clone(),
+                            run_id: a.run_id,
+                            approval_id: a.approval_id,
+                            allow,
+                        }));
                 }
-                Some("run.finished") => {
+                (Event::RunFinished(d), _) => {
                     screen.line_start();
-                    match (field(data, "outcome"), data["error_code"].as_str()) {
+                    match (word(&d.outcome).as_str(), d.error_code) {
                         ("completed", _) => {}
                         ("cancelled", _) => println!("{}", self.style.dim("[cancelled]")),
                         (outcome, code) => {
-                            self.error_line(&format!("[{outcome}: {}]", code.unwrap_or("-")));
+                            let code = code.unwrap_or_else(|| "-".to_owned());
+                            self.error_line(&format!("[{outcome}: {code}]"));
                         }
                     }
                     return After::Prompt;
@@ -502,35 +492,51 @@ impl Chat {
         }
     }
 
+    /// Asks the server to stop `turn` (its answer does not matter: `run.finished` tells).
+    fn cancel(&mut self, turn: &Turn) {
+        let _ = self
+            .client
+            .send_detached(Call::TurnCancel(TurnCancelParams {
+                session_id: self.sid.clone(),
+                run_id: turn.run_id().to_owned(),
+            }));
+    }
+
     /// `/sessions`: every page of `session.list`.
     fn sessions(&mut self) {
-        let mut params = json!({});
+        let mut params = SnapshotPageParams::default();
         let mut shown = 0usize;
         for _ in 0..LIST_PAGES {
-            let Some(f) = self.request("session.list", &params) else {
-                self.error_line("[the server did not answer]");
-                return;
+            let r: SessionListResult = match self.client.call(Call::SessionList(params)) {
+                Ok(r) => r,
+                Err(ClientError::Rejected(e)) => {
+                    self.error_line(&format!("[sessions: {}]", e.code));
+                    return;
+                }
+                Err(_) => {
+                    self.error_line("[the server did not answer]");
+                    return;
+                }
             };
-            if let Some(code) = f["error"]["code"].as_str() {
-                self.error_line(&format!("[sessions: {code}]"));
-                return;
-            }
-            let r = &f["result"];
-            for s in r["sessions"].as_array().into_iter().flatten() {
-                let id = field(s, "session_id");
-                let mark = if id == self.sid { "  (this chat)" } else { "" };
+            for s in &r.sessions {
+                let id = &s.session_id;
+                let mark = if *id == self.sid { "  (this chat)" } else { "" };
                 let line = format!(
                     "{id}  {}  {}  {}{mark}",
-                    s["title"].as_str().unwrap_or("(untitled)"),
-                    s["updated_at"].as_str().unwrap_or("(empty)"),
-                    field(s, "eligibility"),
+                    s.title.as_deref().unwrap_or("(untitled)"),
+                    s.updated_at.as_deref().unwrap_or("(empty)"),
+                    word(&s.eligibility),
                 );
                 println!("{}", printable(&line));
                 shown += 1;
             }
-            match r["next_cursor"].as_str() {
-                Some(cursor) if r["complete"] != true => {
-                    params = json!({"revision": r["revision"], "cursor": cursor});
+            match r.next_cursor {
+                Some(cursor) if !r.complete => {
+                    params = SnapshotPageParams {
+                        revision: Some(r.revision),
+                        cursor: Some(cursor),
+                        limit: None,
+                    };
                 }
                 _ => break,
             }
@@ -546,43 +552,25 @@ impl Chat {
             self.error_line("usage: /open ID");
             return;
         }
-        let Some(f) = self.request("session.open", &json!({"session_id": id})) else {
-            self.error_line("[the server did not answer]");
-            return;
-        };
-        match (
-            f["result"]["session_id"].as_str(),
-            f["error"]["code"].as_str(),
-        ) {
-            (Some(sid), _) => {
-                self.sid = sid.to_owned();
-                println!("session {sid} opened");
+        let open = Call::SessionOpen(SessionOpenParams {
+            session_id: id.to_owned(),
+        });
+        match self.client.call::<SessionResult>(open) {
+            Ok(r) => {
+                println!("session {} opened", r.session_id);
+                self.sid = r.session_id;
             }
-            (None, code) => {
-                self.error_line(&format!("[open refused: {}]", code.unwrap_or("no answer")));
+            Err(ClientError::Rejected(e)) => {
+                self.error_line(&format!("[open refused: {}]", e.code));
             }
+            Err(_) => self.error_line("[the server did not answer]"),
         }
     }
 
     /// Shuts the server down (killing it when it does not exit in time) and picks the exit
     /// code.
     fn finish(mut self, early: Option<i32>) -> i32 {
-        if let Some(id) = self.send("shutdown", &json!({})) {
-            let _ = self.wait(&id, Some(SHUTDOWN_WAIT));
-        }
-        self.server.close();
-        let end = Instant::now() + SHUTDOWN_WAIT;
-        let code = loop {
-            match self.server.child.try_wait() {
-                Ok(Some(status)) => break status.code().unwrap_or(1),
-                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
-                _ => {
-                    let _ = self.server.child.kill();
-                    let _ = self.server.child.wait();
-                    break 1;
-                }
-            }
-        };
+        let code = self.client.shutdown(SHUTDOWN_WAIT);
         match early {
             Some(c) => c,
             None if code != 0 => code,

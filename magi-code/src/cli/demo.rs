@@ -1,6 +1,6 @@
 //! `magi-code demo`: a short real exchange with `serve --stdio`, every frame printed.
 
-use super::client::{request, Server};
+use crate::client::pipe::{request, Server};
 use serde_json::{json, Value};
 use std::io::Write;
 

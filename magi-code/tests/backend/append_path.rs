@@ -4,7 +4,7 @@
 // Every path into the library, in one place: the `src` restructure moves these modules.
 use crate::runtime;
 use magi_code::{
-    cli::client::{serve_command, Frames, Server},
+    client::pipe::{serve_command, Frames, Server},
     history::{Body, Record, RunOutcome},
     session::{self as sessions, SessionState},
     util::cancel::Cancel,

@@ -32,3 +32,4 @@ mod tools;
 mod transport;
 mod tty;
 mod turns;
+mod typed_client;

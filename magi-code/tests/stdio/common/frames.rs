@@ -3,12 +3,26 @@
 
 use super::asserts::assert_keys;
 use super::spec::{OUTPUT_FRAME_BYTES, PROTOCOL};
+use magi_code::client::pipe::{request, typed_request};
+use magi_code::wire::Call;
 use serde_json::{json, Value};
 
-/// A request frame (without LF), built by the crate's one client module.
+/// A request frame (without LF), built by the crate's typed client whenever `method` and
+/// `params` are a valid call ([`magi_code::wire::Call`]), so the tests send what a typed
+/// client sends; a deliberately wrong call is built as the raw frame.
 #[must_use]
 pub fn frame(id: &str, method: &str, params: &Value) -> String {
-    magi_code::cli::client::request(id, method, params)
+    let call = serde_json::from_value::<Call>(json!({"method": method, "params": params}));
+    match call {
+        Ok(call) if same_params(&call, params) => typed_request(id, &call),
+        _ => request(id, method, params),
+    }
+}
+
+/// Whether `call` serializes back to exactly `params` (so an explicit `null` or a
+/// duplicate-free spelling the test chose is kept byte for byte in meaning).
+fn same_params(call: &Call, params: &Value) -> bool {
+    serde_json::to_value(call).is_ok_and(|v| &v["params"] == params)
 }
 
 /// A `status` request frame padded with spaces inside the JSON to exactly `len` bytes

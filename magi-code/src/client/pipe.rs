@@ -1,6 +1,9 @@
-//! A client of `serve --stdio` for people's tools, the benchmark and the tests: spawn the
-//! child over pipes, build request frames, read response and event frames.
+//! The pipe level under [`super`]'s typed client, also used as is by the demo, the benchmark
+//! and tests that write their own (or deliberately wrong) frames: spawn the child over pipes,
+//! build request frames, read bounded frame lines.
 
+use crate::wire::common::{Protocol, Version};
+use crate::wire::{Call, RequestFrame};
 use serde_json::{json, Value};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -19,6 +22,19 @@ pub const FRAME_BYTES: usize = protocol_core::limits::OUTPUT_FRAME_BYTES;
 pub fn request(id: &str, method: &str, params: &Value) -> String {
     json!({"protocol": PROTOCOL, "version": VERSION, "id": id, "method": method, "params": params})
         .to_string()
+}
+
+/// One typed request frame, without its LF: exactly the five request members.
+#[must_use]
+pub fn typed_request(id: &str, call: &Call) -> String {
+    let frame = RequestFrame {
+        protocol: Protocol,
+        version: Version,
+        id: id.to_owned(),
+        call: call.clone(),
+    };
+    // A `Call` is plain data (strings, numbers, maps), which always serializes.
+    serde_json::to_string(&frame).unwrap_or_default()
 }
 
 /// The command that runs `exe serve --stdio` with stdin and stdout piped; callers add
@@ -166,5 +182,25 @@ mod tests {
         assert!(Frames::new(edge.as_bytes()).next_line().unwrap().is_ok());
         let over = format!("{}\n", "x".repeat(FRAME_BYTES));
         assert!(Frames::new(over.as_bytes()).next_line().unwrap().is_err());
+    }
+
+    #[test]
+    fn a_typed_request_is_the_raw_request_of_the_same_call() {
+        use crate::wire::requests::TurnStartParams;
+        let call = Call::TurnStart(TurnStartParams {
+            session_id: "s1".into(),
+            prompt: "hi".into(),
+        });
+        let typed: Value = serde_json::from_str(&typed_request("r9", &call)).unwrap();
+        let raw: Value = serde_json::from_str(&request(
+            "r9",
+            "turn.start",
+            &json!({"session_id": "s1", "prompt": "hi"}),
+        ))
+        .unwrap();
+        assert_eq!(typed, raw);
+        let empty: Value =
+            serde_json::from_str(&typed_request("r1", &Call::Status(Default::default()))).unwrap();
+        assert_eq!(empty["params"], json!({}), "{empty}");
     }
 }
