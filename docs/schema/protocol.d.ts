@@ -155,6 +155,7 @@ export type ClientTool = {
   /** A JSON object schema (`"type": "object"`), at most 16,384 bytes serialized. */
   input_schema: {
     type: "object";
+    [key: string]: unknown;
   };
   /** 1–64 bytes of `[A-Za-z0-9_-]`; not a built-in, `task` or `mcp__` name. */
   name: string;
@@ -203,7 +204,7 @@ export type ClientToolsDescriptor = {
   /** The registered tool names. */
   tools: string[];
   /** `1`. */
-  version: number;
+  version: 1;
 };
 
 /** SHA-256 digest of canonical cwd and storage roots, 64 lowercase hex characters. */
@@ -256,6 +257,7 @@ export type EntryKind = "user" | "assistant" | "reasoning_summary" | "activity" 
 /** Error code (closed set). */
 export type ErrorCodeName = "invalid_frame" | "invalid_request" | "invalid_params" | "protocol_mismatch" | "unsupported_method" | "unsupported_capability" | "not_initialized" | "already_initialized" | "duplicate_id" | "request_limit" | "frame_too_large" | "incomplete_frame" | "configuration_invalid" | "provider_unavailable" | "profile_invalid" | "mcp_unavailable" | "startup_cancelled" | "startup_failed" | "busy" | "stale_session" | "session_missing" | "session_busy" | "session_invalid" | "cwd_mismatch" | "history_limit" | "stale_revision" | "content_limit" | "operation_cancelled" | "discovery_limit" | "discovery_unavailable" | "catalog_limit" | "catalog_unavailable" | "stale_catalog" | "stale_selection" | "selection_invalid" | "effort_unsupported" | "persistence_failed" | "stale_run" | "stale_approval" | "execution_failed" | "output_unavailable" | "stale_operation" | "refresh_failed" | "stale_call";
 
+/** A response with an error; `id` is null when the request's identity was invalid or unrecoverable. */
 export type ErrorFrame = {
   error: ErrorObject;
   id: RequestId | null;
@@ -548,71 +550,71 @@ export type MessageReconcileData = {
 
 /** Each method's params and result (documentation map, validates nothing on the wire). */
 export type Methods = {
-  "approval.answer"?: {
+  "approval.answer": {
     params: ApprovalAnswerParams;
     result: RecordedResult;
   };
-  "client.tool.result"?: {
+  "client.tool.result": {
     params: ClientToolResultParams;
     result: RecordedResult;
   };
-  "history.page"?: {
+  "history.page": {
     params: HistoryPageParams;
     result: HistoryPageResult;
   };
-  initialize?: {
+  initialize: {
     params: InitializeParams;
     result: InitializeResult;
   };
-  "model.catalog"?: {
+  "model.catalog": {
     params: SnapshotPageParams;
     result: ModelCatalogResult;
   };
-  "model.catalog.status"?: {
+  "model.catalog.status": {
     params: EmptyParams;
     result: ModelCatalogStatusResult;
   };
-  "model.refresh"?: {
+  "model.refresh": {
     params: ModelRefreshParams;
     result: ModelRefreshResult;
   };
-  "operation.cancel"?: {
+  "operation.cancel": {
     params: OperationCancelParams;
     result: CancelResult;
   };
-  "selection.set"?: {
+  "selection.set": {
     params: SelectionSetParams;
     result: SelectionSetResult;
   };
-  "session.create"?: {
+  "session.create": {
     params: EmptyParams;
     result: SessionResult;
   };
-  "session.discover"?: {
+  "session.discover": {
     params: SessionDiscoverParams;
     result: SessionDiscoverResult;
   };
-  "session.list"?: {
+  "session.list": {
     params: SnapshotPageParams;
     result: SessionListResult;
   };
-  "session.open"?: {
+  "session.open": {
     params: SessionOpenParams;
     result: SessionResult;
   };
-  shutdown?: {
+  shutdown: {
     params: EmptyParams;
     result: ShutdownResult;
   };
-  status?: {
+  status: {
     params: EmptyParams;
     result: Status;
   };
-  "turn.cancel"?: {
+  "turn.cancel": {
     params: TurnCancelParams;
     result: CancelResult;
   };
-  "turn.start"?: {
+  "turn.start": {
     params: TurnStartParams;
     result: TurnStartResult;
   };
@@ -700,6 +702,7 @@ export type ProviderStatus = {
   state: ProviderState;
 };
 
+/** `status.readiness`: `initializing`, `ready` or a startup error code. */
 export type Readiness = "initializing" | "ready" | StartupCode;
 
 /** `{"recorded": true}` (`approval.answer`, `client.tool.result`). */
@@ -833,6 +836,7 @@ export type Request =
 /** Request ID: 1-64 ASCII bytes of [A-Za-z0-9._-], never reused within a child. */
 export type RequestId = string;
 
+/** A response with a result. */
 export type ResultFrame = {
   id: RequestId;
   instance_id: Uuid;
@@ -989,7 +993,7 @@ export type ShutdownResult = {
 };
 
 /** `session.list` and `model.catalog` params: a fresh snapshot (both null or omitted) or a
-continuation (both set). */
+ * continuation (both set). */
 export type SnapshotPageParams = {
   /** The cursor of the next page; null for the first. */
   cursor?: OpaqueId | null;
@@ -999,6 +1003,7 @@ export type SnapshotPageParams = {
   revision?: OpaqueId | null;
 };
 
+/** A startup error code (closed set). */
 export type StartupCode = "configuration_invalid" | "provider_unavailable" | "profile_invalid" | "mcp_unavailable" | "startup_cancelled" | "startup_failed";
 
 /** `status.state`. */
@@ -1045,6 +1050,7 @@ export type ToolCardData = {
   session_id: SessionId;
 };
 
+/** `{"version": 1, "kinds": [all eight], "card_bytes": 4096}`. */
 export type ToolCardsDescriptor = {
   card_bytes: 4096;
   kinds: ["command","file_read","file_edit","search","mcp","client","subagent","generic"];

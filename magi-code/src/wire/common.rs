@@ -130,7 +130,7 @@ def!(
     StartupCode => {
         let codes: Vec<&str> =
             ErrorCode::ALL.iter().filter(|c| c.is_startup()).map(|c| c.as_str()).collect();
-        json_schema!({ "type": "string", "enum": codes })
+        json_schema!({ "description": "A startup error code (closed set).", "type": "string", "enum": codes })
     }
 );
 def!(

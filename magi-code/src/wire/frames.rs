@@ -185,6 +185,12 @@ fn def(name: &str) -> Value {
 }
 
 /// An exact object schema.
+/// `schema` with `description` set.
+fn described(mut schema: Value, description: &str) -> Value {
+    schema["description"] = description.into();
+    schema
+}
+
 fn object(props: Vec<(&str, Value)>, required: &[&str]) -> Value {
     let properties: Map<String, Value> = props.into_iter().map(|(k, v)| (k.into(), v)).collect();
     json!({ "type": "object", "additionalProperties": false, "required": required, "properties": properties })
@@ -243,6 +249,8 @@ pub fn schema() -> Value {
             results.push(r.clone());
         }
     }
+    // Every method is listed, so `Methods["turn.start"]["params"]` names a type in TypeScript.
+    let method_names: Vec<&str> = methods.iter().map(|(name, _, _)| *name).collect();
     let method_map: Map<String, Value> = methods
         .iter()
         .map(|(name, params, result)| {
@@ -284,15 +292,24 @@ pub fn schema() -> Value {
             "Request",
             json!({ "description": "Any request the backend accepts: one method with its exact params.", "oneOf": requests }),
         ),
-        ("ResultFrame", object(result_head, &rreq)),
-        ("ErrorFrame", object(error_head, &ereq)),
+        (
+            "ResultFrame",
+            described(object(result_head, &rreq), "A response with a result."),
+        ),
+        (
+            "ErrorFrame",
+            described(
+                object(error_head, &ereq),
+                "A response with an error; `id` is null when the request's identity was invalid or unrecoverable.",
+            ),
+        ),
         (
             "EventFrame",
             json!({ "description": "A run event frame.", "oneOf": event_frames }),
         ),
         (
             "Methods",
-            json!({ "description": "Each method's params and result (documentation map, validates nothing on the wire).", "type": "object", "properties": method_map }),
+            json!({ "description": "Each method's params and result (documentation map, validates nothing on the wire).", "type": "object", "additionalProperties": false, "required": method_names, "properties": method_map }),
         ),
     ];
     for (k, v) in composed {

@@ -3,7 +3,7 @@
 
 use super::common::{
     CacheOnly, CapabilityName, CatalogString, ContextId, ErrorCodeName, Name, Notice, OpaqueId,
-    ScopeSession, SessionId, StartupCode, Timestamp, True, Uuid,
+    ScopeSession, SessionId, StartupCode, Timestamp, True, Uuid, Version,
 };
 use super::tool_cards::Card;
 use protocol_core::limits;
@@ -105,6 +105,7 @@ impl JsonSchema for ToolCardsDescriptor {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
+            "description": "`{\"version\": 1, \"kinds\": [all eight], \"card_bytes\": 4096}`.",
             "type": "object",
             "additionalProperties": false,
             "required": ["version", "kinds", "card_bytes"],
@@ -122,7 +123,7 @@ impl JsonSchema for ToolCardsDescriptor {
 #[serde(deny_unknown_fields)]
 pub struct ClientToolsDescriptor {
     /// `1`.
-    #[schemars(range(min = 1, max = 1))]
+    #[schemars(with = "Version")]
     pub version: u64,
     /// The registered tool names.
     #[schemars(length(max = limits::CLIENT_TOOLS), inner(length(min = 1, max = limits::CLIENT_TOOL_NAME_BYTES)))]
@@ -180,7 +181,7 @@ impl JsonSchema for Readiness {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         let startup = g.subschema_for::<StartupCode>();
-        json_schema!({ "anyOf": [ { "type": "string", "enum": ["initializing", "ready"] }, startup ] })
+        json_schema!({ "description": "`status.readiness`: `initializing`, `ready` or a startup error code.", "anyOf": [ { "type": "string", "enum": ["initializing", "ready"] }, startup ] })
     }
 }
 

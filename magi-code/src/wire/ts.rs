@@ -37,7 +37,11 @@ fn spaced(t: &str) -> String {
 
 fn doc(out: &mut String, s: &Value, indent: &str) {
     if let Some(d) = s.get("description").and_then(Value::as_str) {
-        let _ = writeln!(out, "{indent}/** {} */", d.replace("*/", "* /"));
+        // A multi-line description keeps its lines, each continued with ` * `.
+        let body = d
+            .replace("*/", "* /")
+            .replace('\n', &format!("\n{indent} * "));
+        let _ = writeln!(out, "{indent}/** {body} */");
     }
 }
 
@@ -159,6 +163,11 @@ fn object(o: &Map<String, Value>, indent: &str) -> String {
             literal(&Value::String(k.clone()))
         };
         let _ = writeln!(s, "{inner}{key}{opt}: {};", ty(v, &inner).trim_start());
+    }
+    // An open object (a client tool's `input_schema`) takes members beyond those it names;
+    // without the index signature TypeScript's excess-property check would refuse them.
+    if o.get("additionalProperties") != Some(&Value::Bool(false)) {
+        let _ = writeln!(s, "{inner}[key: string]: unknown;");
     }
     let _ = write!(s, "{indent}}}");
     s

@@ -6,6 +6,7 @@ mod fuzz_corpus;
 mod incremental;
 mod layering;
 mod schema;
+mod typescript;
 
 use magi_code::{config::Settings, runtime::Runtime};
 use std::path::Path;
