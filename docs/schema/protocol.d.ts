@@ -376,22 +376,37 @@ export type Extensions = {
 };
 
 /** A `history.page` entry; `card` is present exactly on `tool_card` entries. */
-export type HistoryEntry = {
-  /** `tool_card` entries: the activity's last card. */
-  card?: Card;
-  /** Its kind. */
-  kind: EntryKind;
-  /** Whether this is the message's last part. */
-  last_part: boolean;
-  /** The message, scoped to session and revision. */
-  message_id: OpaqueId;
-  /** The part index. */
-  part: Part;
-  /** Whether the message is partial. */
-  partial: boolean;
-  /** This part's text, at most 16,384 UTF-8 bytes. */
-  text: string;
-};
+export type HistoryEntry =
+  | {
+    /** `tool_card` entries: the activity's last card. */
+    card: Card;
+    /** Its kind. */
+    kind: "tool_card";
+    /** Whether this is the message's last part. */
+    last_part: boolean;
+    /** The message, scoped to session and revision. */
+    message_id: OpaqueId;
+    /** The part index. */
+    part: Part;
+    /** Whether the message is partial. */
+    partial: boolean;
+    /** This part's text, at most 16,384 UTF-8 bytes. */
+    text: string;
+  }
+  | {
+    /** Its kind. */
+    kind: Exclude<EntryKind, "tool_card">;
+    /** Whether this is the message's last part. */
+    last_part: boolean;
+    /** The message, scoped to session and revision. */
+    message_id: OpaqueId;
+    /** The part index. */
+    part: Part;
+    /** Whether the message is partial. */
+    partial: boolean;
+    /** This part's text, at most 16,384 UTF-8 bytes. */
+    text: string;
+  };
 
 /** `history.page` params. */
 export type HistoryPageParams = {

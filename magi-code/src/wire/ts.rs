@@ -63,6 +63,51 @@ fn union(parts: Vec<String>) -> String {
     }
 }
 
+/// A key of schemas built here only: its value is the TypeScript type verbatim.
+const TS: &str = "x-typescript";
+
+/// `o` without its `if`/`then`/`else` when they say "member `P` is present exactly when `K` is
+/// `C`" (a history entry's `card`): a `oneOf` of the object with `K: C` and `P` required and
+/// the object with `K` any other value and no `P`, so TypeScript refuses both mismatches.
+fn conditional(o: &Map<String, Value>) -> Option<Value> {
+    let cond = o.get("if")?.get("properties")?.as_object()?;
+    let [(key, c)] = cond.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let c = c.get("const")?;
+    let [member] = o.get("then")?.get("required")?.as_array()?.as_slice() else {
+        return None;
+    };
+    if o.get("else")?.get("not")?.get("required")?.as_array()? != &vec![member.clone()] {
+        return None;
+    }
+    let member = member.as_str()?;
+    let mut base = o.clone();
+    for k in ["if", "then", "else", "description"] {
+        base.remove(k);
+    }
+    let props = base.get("properties")?.as_object()?.clone();
+    let whole = props.get(key)?.clone();
+    let mut with = base.clone();
+    let mut with_props = props.clone();
+    let mut kind = whole.clone();
+    kind.as_object_mut()?.insert(TS.into(), literal(c).into());
+    with_props.insert(key.clone(), kind);
+    with.insert("properties".into(), with_props.into());
+    let mut required = base.get("required")?.as_array()?.clone();
+    required.push(member.into());
+    with.insert("required".into(), required.into());
+    let mut without = base;
+    let mut without_props = props;
+    without_props.remove(member);
+    let mut other = whole.clone();
+    let exclude = format!("Exclude<{}, {}>", ty(&whole, ""), literal(c));
+    other.as_object_mut()?.insert(TS.into(), exclude.into());
+    without_props.insert(key.clone(), other);
+    without.insert("properties".into(), without_props.into());
+    Some(serde_json::json!({ "oneOf": [with, without] }))
+}
+
 /// The TypeScript type of schema `s`; `indent` is the current object nesting.
 fn ty(s: &Value, indent: &str) -> String {
     let Some(o) = s.as_object() else {
@@ -72,11 +117,17 @@ fn ty(s: &Value, indent: &str) -> String {
             "unknown".into()
         };
     };
+    if let Some(t) = o.get(TS).and_then(Value::as_str) {
+        return t.to_owned();
+    }
     if let Some(r) = o.get("$ref").and_then(Value::as_str) {
         return r.rsplit('/').next().unwrap_or("unknown").to_owned();
     }
     if let Some(c) = o.get("const") {
         return literal(c);
+    }
+    if let Some(split) = conditional(o) {
+        return ty(&split, indent);
     }
     if let Some(e) = o.get("enum").and_then(Value::as_array) {
         return union(e.iter().map(literal).collect());

@@ -115,7 +115,10 @@ const HEADER: &str = "import type { Frame, Methods, Request } from \"./protocol\
 fn protocol_d_ts_compiles_alone_under_strict() {
     let dir = workspace();
     let errors = compile(dir.path(), &["protocol.d.ts"]);
-    assert!(errors.is_empty(), "protocol.d.ts does not compile: {errors:#?}");
+    assert!(
+        errors.is_empty(),
+        "protocol.d.ts does not compile: {errors:#?}"
+    );
 }
 
 #[test]
@@ -187,9 +190,7 @@ fn guide_frame(frames: &[(bool, Value)], pick: impl Fn(bool, &Value) -> bool) ->
 #[test]
 fn frames_the_schema_refuses_do_not_compile() {
     let frames = guide_frames();
-    let event = |name: &'static str| {
-        move |c: bool, v: &Value| !c && v["event"] == name
-    };
+    let event = |name: &'static str| move |c: bool, v: &Value| !c && v["event"] == name;
     let method = |name: &'static str| move |c: bool, v: &Value| c && v["method"] == name;
     let mut cases: Vec<(&str, &str, Value)> = Vec::new();
     let mut add = |what, ty, v: Value| cases.push((what, ty, v));
@@ -224,6 +225,14 @@ fn frames_the_schema_refuses_do_not_compile() {
     let mut v = guide_frame(&frames, |c, v| !c && v.get("error").is_some());
     v["error"]["message"] = json!("text");
     add("an error with text", "Frame", v);
+    let page = |c: bool, v: &Value| !c && v["result"]["entries"][0]["kind"] == "user";
+    let card = json!({"kind": "generic", "title": "t", "status": "completed"});
+    let mut v = guide_frame(&frames, page);
+    v["result"]["entries"][0]["card"] = card;
+    add("a card on a user entry", "Frame", v);
+    let mut v = guide_frame(&frames, page);
+    v["result"]["entries"][0]["kind"] = json!("tool_card");
+    add("a tool_card entry without its card", "Frame", v);
 
     let mut v = guide_frame(&frames, method("turn.start"));
     v["params"]["prompt"] = json!(42);
