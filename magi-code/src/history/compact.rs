@@ -77,8 +77,9 @@ pub struct Point {
 pub struct Marks {
     /// Records seen (the next record's index).
     pub records: u64,
-    /// Every user input: its record index, its item index and its text.
-    pub inputs: Vec<(u64, usize, String)>,
+    /// Every user input: its record index and its item index (the text is that item's: the
+    /// replay only ever inserts into its open turn, after that turn's input).
+    pub inputs: Vec<(u64, usize)>,
     /// The files written or edited.
     pub written: Written,
     /// The latest compaction and the item index where its record came.
@@ -109,8 +110,8 @@ impl Marks {
     }
 
     /// Notes a user input's item (called after the replay closed the previous turn).
-    pub fn input(&mut self, items: usize, text: &str) {
-        self.inputs.push((self.records - 1, items, text.to_owned()));
+    pub fn input(&mut self, items: usize) {
+        self.inputs.push((self.records - 1, items));
     }
 }
 

@@ -109,7 +109,7 @@ impl Replay {
         self.bytes_since_usage = self.bytes_since_usage.saturating_add(bytes as u64);
         if let Body::UserInput { run_id, text, .. } = &r.body {
             self.close(None);
-            self.marks.input(self.items.len(), text);
+            self.marks.input(self.items.len());
             self.items.push(Item::User { text: text.clone() });
             self.turn = Some(Turn {
                 run_id: run_id.clone(),
@@ -254,7 +254,14 @@ impl Replay {
         let mut s = Snapshot {
             files: m.written.files.clone(),
             records: m.records,
-            inputs: m.inputs.iter().map(|(_, _, t)| t.clone()).collect(),
+            inputs: m
+                .inputs
+                .iter()
+                .filter_map(|(_, i)| match self.items.get(*i) {
+                    Some(Item::User { text }) => Some(text.clone()),
+                    _ => None,
+                })
+                .collect(),
             last_input_tokens: self.last_input_tokens,
             bytes_since_usage: self.bytes_since_usage,
             ..Snapshot::default()
@@ -268,8 +275,8 @@ impl Replay {
         let start = m
             .inputs
             .iter()
-            .find(|(r, _, _)| *r >= p.through)
-            .map_or(self.items.len(), |(_, i, _)| *i);
+            .find(|(r, _)| *r >= p.through)
+            .map_or(self.items.len(), |(_, i)| *i);
         if start <= at {
             s.mid = self.items[start..at].to_vec();
             s.after = self.items[at..].to_vec();
@@ -277,7 +284,7 @@ impl Replay {
             s.after = self.items[start..].to_vec();
         }
         s.summary = Some(p.summary.clone());
-        s.inputs_before = m.inputs.iter().filter(|(r, _, _)| *r < p.through).count();
+        s.inputs_before = m.inputs.iter().filter(|(r, _)| *r < p.through).count();
         s
     }
 }
