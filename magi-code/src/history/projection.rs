@@ -47,16 +47,18 @@ impl Logical {
     fn parts(&self, n: usize) -> Vec<String> {
         if let Some(card) = &self.card {
             // A card's title is at most 256 bytes: always one part.
-            return vec![json!({
-                "message_id": format!("m{n}"),
-                "kind": self.kind,
-                "text": sanitize_text(&self.text),
-                "partial": self.partial,
-                "part": 0,
-                "last_part": true,
-                "card": card,
-            })
-            .to_string()];
+            return vec![serialized(
+                &json!({
+                    "message_id": format!("m{n}"),
+                    "kind": self.kind,
+                    "text": sanitize_text(&self.text),
+                    "partial": self.partial,
+                    "part": 0,
+                    "last_part": true,
+                    "card": card,
+                }),
+                self.text.len(),
+            )];
         }
         let text = sanitize_text(&self.text);
         let parts = chunk(&text);
@@ -65,18 +67,35 @@ impl Logical {
             .into_iter()
             .enumerate()
             .map(|(i, part)| {
-                json!({
-                    "message_id": format!("m{n}"),
-                    "kind": self.kind,
-                    "text": part,
-                    "partial": self.partial,
-                    "part": i,
-                    "last_part": i == last,
-                })
-                .to_string()
+                serialized(
+                    &json!({
+                        "message_id": format!("m{n}"),
+                        "kind": self.kind,
+                        "text": part,
+                        "partial": self.partial,
+                        "part": i,
+                        "last_part": i == last,
+                    }),
+                    part.len(),
+                )
             })
             .collect()
     }
+}
+
+/// Bytes of an entry's serialization besides its text, unless the text has escapes: keys,
+/// kind, message ID and flags (`{"kind":"reasoning_summary","last_part":false,...}` is ~110).
+const ENTRY_OVERHEAD: usize = 128;
+
+/// `v` serialized into a string of just its length: the projection keeps every entry for the
+/// session's life, and `to_string`'s doubling growth would leave up to half of each unused.
+fn serialized(v: &Value, text_len: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(text_len + ENTRY_OVERHEAD);
+    // Writing into a String cannot fail.
+    let _ = write!(s, "{v}");
+    s.shrink_to_fit();
+    s
 }
 
 /// The fixed summary of the derived entry after a failed or cancelled run; an error code is
