@@ -4,6 +4,7 @@ use super::record::{ActivityState, Body, HistoryError, Record, RunOutcome};
 use crate::util::redact::sanitize_text;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Largest text part, raw and escaped.
 pub const CHUNK_BYTES: usize = protocol_core::limits::HISTORY_CHUNK_BYTES;
@@ -16,10 +17,20 @@ pub const SNAPSHOT_PARTS: usize = protocol_core::limits::HISTORY_SNAPSHOT_PARTS;
 pub const INTERRUPTED_SUMMARY: &str =
     "A turn was interrupted before it finished durably; its reply may be incomplete.";
 
+/// An entry's text: raw while it may still grow (an assistant reply taking chunks), else only
+/// its serialized parts, shared with the projection so a long history holds one copy, not two.
+#[derive(Debug)]
+enum Text {
+    Raw(String),
+    Parts(Box<[Arc<str>]>),
+}
+
 #[derive(Debug)]
 struct Logical {
     kind: &'static str,
-    text: String,
+    text: Text,
+    /// Bytes of the raw text (what the hold bound counts).
+    len: usize,
     partial: bool,
     /// For assistant entries: the reconciled copy arrived; later chunks are ignored.
     reconciled: bool,
@@ -31,7 +42,8 @@ impl Logical {
     fn new(kind: &'static str, text: String, partial: bool) -> Self {
         Self {
             kind,
-            text,
+            len: text.len(),
+            text: Text::Raw(text),
             partial,
             reconciled: false,
             card: None,
@@ -40,27 +52,34 @@ impl Logical {
 
     /// Bytes held: the text and any card.
     fn held(&self) -> usize {
-        self.text.len() + self.card.as_ref().map_or(0, |c| c.to_string().len())
+        self.len + self.card.as_ref().map_or(0, |c| c.to_string().len())
     }
 
     /// Its serialized parts as entry `m{n}`: sanitized first, then chunked.
-    fn parts(&self, n: usize) -> Vec<String> {
+    fn parts(&self, n: usize) -> Vec<Arc<str>> {
+        match &self.text {
+            Text::Parts(parts) => parts.to_vec(),
+            Text::Raw(text) => self.serialize(text, n).into_iter().map(Arc::from).collect(),
+        }
+    }
+
+    fn serialize(&self, text: &str, n: usize) -> Vec<String> {
         if let Some(card) = &self.card {
             // A card's title is at most 256 bytes: always one part.
             return vec![serialized(
                 &json!({
                     "message_id": format!("m{n}"),
                     "kind": self.kind,
-                    "text": sanitize_text(&self.text),
+                    "text": sanitize_text(text),
                     "partial": self.partial,
                     "part": 0,
                     "last_part": true,
                     "card": card,
                 }),
-                self.text.len(),
+                text.len(),
             )];
         }
-        let text = sanitize_text(&self.text);
+        let text = sanitize_text(text);
         let parts = chunk(&text);
         let last = parts.len() - 1;
         parts
@@ -80,6 +99,31 @@ impl Logical {
                 )
             })
             .collect()
+    }
+
+    /// Keeps only the serialized parts of entry `m{n}` once its text can no longer grow
+    /// (every entry but an assistant reply still taking chunks).
+    fn settle(&mut self, n: usize) {
+        let grows = self.kind == "assistant" && !self.reconciled;
+        if !grows && matches!(self.text, Text::Raw(_)) {
+            self.text = Text::Parts(self.parts(n).into());
+        }
+    }
+
+    fn set_partial(&mut self, partial: bool) {
+        self.partial = partial;
+        // Settled parts are re-serialized with the new flag: the same bytes as serializing
+        // the raw text afresh, since the text in them is already sanitized and chunked.
+        if let Text::Parts(parts) = &mut self.text {
+            for part in parts.iter_mut() {
+                if let Ok(mut v) = serde_json::from_str::<Value>(part) {
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("partial".into(), Value::Bool(partial));
+                    }
+                    *part = Arc::from(serialized(&v, part.len()));
+                }
+            }
+        }
     }
 }
 
@@ -131,6 +175,8 @@ pub struct Projector {
     /// Entries already emitted: those below it that changed since are in `dirty`.
     emitted: usize,
     dirty: Vec<usize>,
+    /// The entry the record being taken changed, settled once the record is taken.
+    changed: Option<usize>,
 }
 
 /// A stored card fit to show: the shape and bounds `tool.cards` promises, else `None` (a
@@ -163,15 +209,18 @@ impl Projector {
     }
 
     fn set_text(&mut self, i: usize, text: String) -> Result<(), HistoryError> {
-        self.held = self.held - self.out[i].text.len() + text.len();
-        self.out[i].text = text;
+        let l = &mut self.out[i];
+        self.held = self.held - l.len + text.len();
+        l.len = text.len();
+        l.text = Text::Raw(text);
         self.touch(i);
+        self.changed = Some(i);
         self.check()
     }
 
     fn set_partial(&mut self, i: usize, partial: bool) {
         if self.out[i].partial != partial {
-            self.out[i].partial = partial;
+            self.out[i].set_partial(partial);
             self.touch(i);
         }
     }
@@ -179,6 +228,7 @@ impl Projector {
     fn add(&mut self, l: Logical) -> Result<usize, HistoryError> {
         self.held += l.held();
         self.out.push(l);
+        self.changed = Some(self.out.len() - 1);
         self.check()?;
         Ok(self.out.len() - 1)
     }
@@ -193,6 +243,16 @@ impl Projector {
 
     /// Takes the next record.
     pub fn push(&mut self, r: &Record) -> Result<(), HistoryError> {
+        let taken = self.apply(r);
+        if let Some(i) = self.changed.take() {
+            if let Some(l) = self.out.get_mut(i) {
+                l.settle(i);
+            }
+        }
+        taken
+    }
+
+    fn apply(&mut self, r: &Record) -> Result<(), HistoryError> {
         match &r.body {
             Body::UserInput { run_id, text, .. } => {
                 if !self.finished.contains(run_id) {
@@ -217,10 +277,15 @@ impl Projector {
             } => match self.messages.get(message_id.as_str()) {
                 Some(&i) if self.out[i].reconciled => {}
                 Some(&i) => {
-                    let mut t = std::mem::take(&mut self.out[i].text);
-                    self.held -= t.len();
-                    t.push_str(text);
-                    self.set_text(i, t)?;
+                    // Not reconciled: its text is still raw.
+                    if let Text::Raw(t) = &mut self.out[i].text {
+                        t.push_str(text);
+                        self.out[i].len = t.len();
+                        self.held += text.len();
+                        self.touch(i);
+                        self.changed = Some(i);
+                        self.check()?;
+                    }
                 }
                 None => {
                     let i = self.add(Logical::new("assistant", text.clone(), true))?;
@@ -240,6 +305,7 @@ impl Projector {
                     // Legacy output without text keeps its stored chunks.
                     self.set_partial(i, *partial);
                     self.out[i].reconciled = true;
+                    self.changed = Some(i);
                 }
                 None => {
                     let t = text.clone().unwrap_or_default();
@@ -258,20 +324,20 @@ impl Projector {
                 if *provider_summary != Some(true) {
                     return Ok(());
                 }
-                let l = Logical::new("reasoning_summary", text.clone(), false);
+                let t = text.clone();
                 match item_id {
                     Some(item) => {
                         let key = (run_id.clone(), item.clone());
                         match self.summaries.get(&key) {
-                            Some(&i) => self.set_text(i, l.text)?,
+                            Some(&i) => self.set_text(i, t)?,
                             None => {
-                                let i = self.add(l)?;
+                                let i = self.add(Logical::new("reasoning_summary", t, false))?;
                                 self.summaries.insert(key, i);
                             }
                         }
                     }
                     None => {
-                        self.add(l)?;
+                        self.add(Logical::new("reasoning_summary", t, false))?;
                     }
                 }
             }
@@ -316,6 +382,7 @@ impl Projector {
                         self.held = self.held - self.out[i].held() + l.held();
                         self.out[i] = l;
                         self.touch(i);
+                        self.changed = Some(i);
                         self.check()?;
                     }
                     None => {
@@ -394,8 +461,8 @@ impl Projector {
 /// [`Projector`] re-serialize one logical entry in place.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Projection {
-    /// Serialized entry objects, in order.
-    pub entries: Vec<String>,
+    /// Serialized entry objects, in order (shared with the projector's settled entries).
+    pub entries: Vec<Arc<str>>,
     /// Whether the projection is complete (no interrupted turn).
     pub complete: bool,
     /// Per logical entry: the index of its first part and its part count.
@@ -416,14 +483,14 @@ impl Projection {
         }
     }
 
-    fn push(&mut self, parts: Vec<String>) {
+    fn push(&mut self, parts: Vec<Arc<str>>) {
         self.layout.push((self.entries.len(), parts.len()));
         self.bytes += parts.iter().map(|e| e.len() + 1).sum::<usize>();
         self.entries.extend(parts);
     }
 
     /// Replaces logical entry `i`'s parts; later entries shift when the count changes.
-    fn replace(&mut self, i: usize, parts: Vec<String>) {
+    fn replace(&mut self, i: usize, parts: Vec<Arc<str>>) {
         let (start, count) = self.layout[i];
         let new = parts.len();
         self.bytes += parts.iter().map(|e| e.len() + 1).sum::<usize>();
@@ -538,6 +605,36 @@ mod tests {
         let mut orphan = card_records(at(1, 0));
         orphan.remove(0);
         assert!(kinds(true, &orphan).is_empty(), "a card needs its activity");
+    }
+
+    fn reply(text: Option<&str>, partial: bool) -> Record {
+        rec(Body::AssistantMessage {
+            run_id: "r".into(),
+            message_id: "a".into(),
+            text: text.map(Into::into),
+            partial,
+        })
+    }
+
+    #[test]
+    fn a_settled_entry_changed_only_in_its_flag_is_serialized_as_afresh() {
+        // Long enough for several parts, with escapes and a secret-like word sanitized away.
+        let text = format!(
+            "{} sk-abcdefghijklmnopqrstuvwx \"q\"",
+            "é\n".repeat(CHUNK_BYTES)
+        );
+        let mut p = Projector::default();
+        p.push(&reply(Some(&text), true)).unwrap();
+        let mut out = Projection::default();
+        p.emit(&mut out, false).unwrap();
+        // A later copy without text (legacy output) only clears the flag.
+        p.push(&reply(None, false)).unwrap();
+        p.emit(&mut out, false).unwrap();
+        let mut fresh = Projector::default();
+        fresh.push(&reply(Some(&text), false)).unwrap();
+        let want = fresh.finish(false).unwrap();
+        assert!(want.entries.len() > 1);
+        assert_eq!(out, want);
     }
 
     #[test]

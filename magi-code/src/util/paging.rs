@@ -18,11 +18,17 @@ pub fn base_bytes(mut result_without_entries: Value) -> usize {
 /// The end of the page starting at `start`: as many serialized entries as fit `max_bytes`
 /// (with `base` bytes of result around them) and `limit`.
 #[must_use]
-pub fn end(entries: &[String], start: usize, limit: usize, base: usize, max_bytes: usize) -> usize {
+pub fn end<S: AsRef<str>>(
+    entries: &[S],
+    start: usize,
+    limit: usize,
+    base: usize,
+    max_bytes: usize,
+) -> usize {
     let mut size = base;
     let mut end = start;
     while end < entries.len() && end - start < limit {
-        let add = entries[end].len() + usize::from(end > start);
+        let add = entries[end].as_ref().len() + usize::from(end > start);
         if size + add > max_bytes {
             break;
         }
@@ -34,10 +40,10 @@ pub fn end(entries: &[String], start: usize, limit: usize, base: usize, max_byte
 
 /// The entries of one page, parsed back for the result.
 #[must_use]
-pub fn values(entries: &[String]) -> Vec<Value> {
+pub fn values<S: AsRef<str>>(entries: &[S]) -> Vec<Value> {
     entries
         .iter()
-        .filter_map(|e| serde_json::from_str(e).ok())
+        .filter_map(|e| serde_json::from_str(e.as_ref()).ok())
         .collect()
 }
 
