@@ -2,7 +2,8 @@
 
 use super::record::{ActivityState, Body, HistoryError, Record, RunOutcome};
 use crate::util::redact::sanitize_text;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -57,46 +58,34 @@ impl Logical {
 
     /// Its serialized parts as entry `m{n}`: sanitized first, then chunked.
     fn parts(&self, n: usize) -> Vec<Arc<str>> {
-        match &self.text {
-            Text::Parts(parts) => parts.to_vec(),
-            Text::Raw(text) => self.serialize(text, n).into_iter().map(Arc::from).collect(),
-        }
-    }
-
-    fn serialize(&self, text: &str, n: usize) -> Vec<String> {
-        if let Some(card) = &self.card {
+        let text = match &self.text {
+            Text::Parts(parts) => return parts.to_vec(),
+            Text::Raw(text) => sanitize_text(text),
+        };
+        let mut part = Part {
+            card: self.card.as_ref(),
+            kind: self.kind,
+            last_part: true,
+            message_id: n,
+            part: 0,
+            partial: self.partial,
+            text: &text,
+        };
+        let mut buf = Vec::with_capacity(text.len().min(CHUNK_BYTES) + ENTRY_OVERHEAD);
+        if self.card.is_some() {
             // A card's title is at most 256 bytes: always one part.
-            return vec![serialized(
-                &json!({
-                    "message_id": format!("m{n}"),
-                    "kind": self.kind,
-                    "text": sanitize_text(text),
-                    "partial": self.partial,
-                    "part": 0,
-                    "last_part": true,
-                    "card": card,
-                }),
-                text.len(),
-            )];
+            return vec![shared(&mut buf, &part)];
         }
-        let text = sanitize_text(text);
         let parts = chunk(&text);
         let last = parts.len() - 1;
         parts
             .into_iter()
             .enumerate()
-            .map(|(i, part)| {
-                serialized(
-                    &json!({
-                        "message_id": format!("m{n}"),
-                        "kind": self.kind,
-                        "text": part,
-                        "partial": self.partial,
-                        "part": i,
-                        "last_part": i == last,
-                    }),
-                    part.len(),
-                )
+            .map(|(i, t)| {
+                part.text = t;
+                part.part = i;
+                part.last_part = i == last;
+                shared(&mut buf, &part)
             })
             .collect()
     }
@@ -120,7 +109,7 @@ impl Logical {
                     if let Some(o) = v.as_object_mut() {
                         o.insert("partial".into(), Value::Bool(partial));
                     }
-                    *part = Arc::from(serialized(&v, part.len()));
+                    *part = shared(&mut Vec::with_capacity(part.len()), &v);
                 }
             }
         }
@@ -131,15 +120,33 @@ impl Logical {
 /// kind, message ID and flags (`{"kind":"reasoning_summary","last_part":false,...}` is ~110).
 const ENTRY_OVERHEAD: usize = 128;
 
-/// `v` serialized into a string of just its length: the projection keeps every entry for the
-/// session's life, and `to_string`'s doubling growth would leave up to half of each unused.
-fn serialized(v: &Value, text_len: usize) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(text_len + ENTRY_OVERHEAD);
-    // Writing into a String cannot fail.
-    let _ = write!(s, "{v}");
-    s.shrink_to_fit();
-    s
+/// One serialized entry part. The fields are in the order a `Value` object keeps its keys
+/// (sorted), so a part re-serialized through a `Value` keeps its bytes.
+#[derive(Serialize)]
+struct Part<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    card: Option<&'a Value>,
+    kind: &'a str,
+    last_part: bool,
+    #[serde(serialize_with = "message_id")]
+    message_id: usize,
+    part: usize,
+    partial: bool,
+    text: &'a str,
+}
+
+/// Entry `n`'s message ID, `m{n}`.
+fn message_id<S: serde::Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("m{n}"))
+}
+
+/// `v` serialized (through `buf`) into a shared string of just its length: the projection
+/// keeps every entry for the session's life.
+fn shared<T: Serialize>(buf: &mut Vec<u8>, v: &T) -> Arc<str> {
+    buf.clear();
+    // Serializing these types into memory cannot fail, and serde_json writes UTF-8.
+    let _ = serde_json::to_writer(&mut *buf, v);
+    std::str::from_utf8(buf).map_or_else(|_| Arc::from(String::from_utf8_lossy(buf)), Arc::from)
 }
 
 /// The fixed summary of the derived entry after a failed or cancelled run; an error code is
@@ -533,6 +540,7 @@ pub fn chunk(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn rec(body: Body) -> Record {
         Record::now("s", body)
@@ -635,6 +643,24 @@ mod tests {
         let want = fresh.finish(false).unwrap();
         assert!(want.entries.len() > 1);
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn parts_serialize_as_their_json_objects() {
+        let card = json!({"kind": "command", "title": "t\"1", "status": "running", "command": "c"});
+        let mut l = Logical::new("tool_card", "t\"1".into(), true);
+        l.card = Some(card.clone());
+        let want = json!({"message_id": "m7", "kind": "tool_card", "text": "t\"1", "partial": true, "part": 0, "last_part": true, "card": card});
+        assert_eq!(*l.parts(7)[0], want.to_string());
+        let text = "é\u{1}\n".repeat(CHUNK_BYTES / 2);
+        let parts = Logical::new("assistant", text.clone(), false).parts(3);
+        let clean = sanitize_text(&text);
+        let chunks = chunk(&clean);
+        assert!(chunks.len() > 1);
+        for (i, t) in chunks.iter().enumerate() {
+            let want = json!({"message_id": "m3", "kind": "assistant", "text": t, "partial": false, "part": i, "last_part": i == chunks.len() - 1});
+            assert_eq!(*parts[i], want.to_string());
+        }
     }
 
     #[test]
