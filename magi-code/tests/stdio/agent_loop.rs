@@ -4,8 +4,8 @@
 
 use crate::common::fake_llm::{chat_delta, chat_finish, chat_text, chat_tool_call, FakeLlm, Reply};
 use crate::common::{
-    diagnostic_codes, events, fake_llm_env, reconciled, result, start_session, start_turn,
-    until_finished, Env,
+    diagnostic_codes, events, fake_llm_env, history_kinds, last_message, reconciled, result,
+    start_session, start_turn, until_finished, Env,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -79,17 +79,7 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
         .contains("hi there"));
 
     let rev = fin["revision"].as_str().unwrap();
-    let page = s.call(
-        "p",
-        "history.page",
-        &json!({"session_id": sid, "revision": rev}),
-    );
-    let kinds: Vec<&str> = result(&page)["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = history_kinds(&mut s, "p", &sid, &rev);
     assert_eq!(kinds, ["user", "activity", "assistant"]);
 }
 
@@ -156,12 +146,7 @@ fn a_denied_approval_is_an_error_result_not_a_failed_run() {
     assert!(!env.cwd.join("x.txt").exists());
     let _ = llm.next(WAIT);
     let second = llm.next(WAIT);
-    let last = second.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&second.body);
     assert_eq!(last["tool_call_id"], "w1");
     assert!(last["content"]
         .as_str()

@@ -5,7 +5,7 @@
 
 use crate::common::fake_llm::{FakeLlm, Reply};
 use crate::common::responses_sse::{completed, ev, text};
-use crate::common::{result, run_turn, start_session, write_catalog_cache, Env};
+use crate::common::{entry_kinds, result, run_turn, start_session, write_catalog_cache, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -105,12 +105,7 @@ fn function_calls_and_encrypted_reasoning_go_back_as_input_items() {
         "history.page",
         &json!({"session_id": sid, "revision": rev}),
     );
-    let kinds: Vec<&str> = result(&page)["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = entry_kinds(result(&page)["entries"].as_array().unwrap());
     assert_eq!(
         kinds,
         ["user", "reasoning_summary", "activity", "assistant"]

@@ -5,8 +5,8 @@
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
 use crate::common::{
-    assert_error, diagnostic_codes, events, fake_llm_settings, init_params, result, run_turn,
-    start_session, start_turn, Env,
+    assert_error, diagnostic_codes, events, fake_llm_settings, init_params, last_tool_result,
+    result, run_turn, start_session, start_turn, Env,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -55,14 +55,6 @@ fn final_states(frames: &[Value]) -> Vec<String> {
 
 fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-/// The last message of a Chat request body: the newest tool result.
-fn last_tool_result(body: &Value) -> String {
-    let msgs = body["messages"].as_array().unwrap();
-    let last = msgs.last().unwrap();
-    assert_eq!(last["role"], "tool", "{last}");
-    last["content"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -115,7 +107,7 @@ fn a_pre_tool_hook_exiting_2_blocks_the_call_and_the_later_hooks() {
     );
     llm.next(WAIT);
     let second = llm.next(WAIT);
-    assert_eq!(last_tool_result(&second.body), "blocked by a hook");
+    assert_eq!(last_tool_result(&second.body).1, "blocked by a hook");
 }
 
 #[test]
@@ -362,9 +354,9 @@ fn the_third_equal_call_in_a_row_and_the_fourth_are_refused_as_repeats() {
     let codes = diagnostic_codes(&frames);
     assert_eq!(codes, ["repeated_tool_call", "repeated_tool_call"]);
     let seen: Vec<_> = (0..5).map(|_| llm.next(WAIT)).collect();
-    assert!(!last_tool_result(&seen[2].body).contains("repeated"));
+    assert!(!last_tool_result(&seen[2].body).1.contains("repeated"));
     for later in &seen[3..] {
-        let r = last_tool_result(&later.body);
+        let r = last_tool_result(&later.body).1;
         assert!(r.contains("repeated the same tool call"), "{r}");
     }
 }

@@ -4,7 +4,9 @@
 //! `tests/fixtures/mcp` (`npm ci` there); those tests are skipped only when node is missing.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{assert_error, events, init_params, result, start_turn, Env, Server};
+use crate::common::{
+    assert_error, events, history_kinds, init_params, last_message, result, start_turn, Env, Server,
+};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -346,12 +348,7 @@ fn fake_tools_reach_the_model_and_their_results_come_back() {
     assert_eq!(last["role"], "tool");
     assert_eq!(last["content"], "echo: hi\n[image content omitted]");
     let third = llm.next(WAIT);
-    let last = third.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&third.body);
     assert!(
         last["content"].as_str().unwrap().contains("it failed"),
         "{last}"
@@ -566,12 +563,7 @@ fn the_filesystem_server_reads_a_file_for_the_model() {
         .collect();
     assert!(names.contains(&"mcp__fs__read_text_file"), "{names:?}");
     let second = llm.next(WAIT);
-    let last = second.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&second.body);
     assert_eq!(last["role"], "tool");
     assert!(
         last["content"].as_str().unwrap().contains("the MCP note"),
@@ -587,17 +579,7 @@ fn the_filesystem_server_reads_a_file_for_the_model() {
         .as_str()
         .unwrap()
         .to_owned();
-    let page = s.call(
-        "p",
-        "history.page",
-        &json!({"session_id": sid, "revision": rev}),
-    );
-    let kinds: Vec<&str> = result(&page)["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = history_kinds(&mut s, "p", &sid, &rev);
     assert_eq!(kinds, ["user", "activity", "assistant"]);
     s.shutdown_ok("bye");
 }

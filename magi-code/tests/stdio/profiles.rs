@@ -4,8 +4,11 @@
 //! offered and may call, and a skill's `SKILL.md` read by its absolute path.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{assert_error, init_params, run_turn, start_session, Env};
-use serde_json::{json, Value};
+use crate::common::{
+    assert_error, chat_tool_names, init_params, last_message, run_turn, start_session,
+    system_prompt, Env,
+};
+use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -155,23 +158,6 @@ fn bad_settings_are_reported_before_bad_profiles_and_good_profiles_start() {
     s.shutdown_ok("bye");
 }
 
-fn system_prompt(body: &Value) -> String {
-    let msgs = body["messages"].as_array().unwrap();
-    assert_eq!(msgs[0]["role"], "system");
-    msgs[0]["content"].as_str().unwrap().to_owned()
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn the_prompt_lists_skills_then_the_primary_body_before_agents_md_and_a_skill_is_readable() {
     let env = Env::new();
@@ -236,17 +222,12 @@ fn the_prompt_lists_skills_then_the_primary_body_before_agents_md_and_a_skill_is
         "only the primary profile's body"
     );
     assert!(
-        tool_names(&first.body).contains(&"shell".to_owned()),
+        chat_tool_names(&first.body).contains(&"shell".to_owned()),
         "no `tools`: all offered"
     );
 
     let second = llm.next(WAIT);
-    let last = second.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&second.body);
     assert_eq!(last["tool_call_id"], "r1");
     assert!(
         last["content"]
@@ -283,14 +264,9 @@ fn a_primary_profile_with_tools_offers_only_those_and_refuses_others() {
         "{frames:#?}"
     );
     let first = llm.next(WAIT);
-    assert_eq!(tool_names(&first.body), ["read_file"]);
+    assert_eq!(chat_tool_names(&first.body), ["read_file"]);
     let second = llm.next(WAIT);
-    let last = second.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&second.body);
     assert_eq!(last["tool_call_id"], "s1");
     assert!(
         last["content"].as_str().unwrap().contains("unknown tool"),

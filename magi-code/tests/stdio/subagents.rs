@@ -3,9 +3,10 @@
 //! approvals and cancellation; the parent sees one `subagent` activity and gets the
 //! subagent's final text as the call's result.
 
-use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply, Seen};
+use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply};
 use crate::common::{
-    error_code, events, fake_llm_env, result, start_session, start_turn, until_finished, Env,
+    chat_messages, chat_tool_names, error_code, events, fake_llm_env, history_kinds,
+    last_tool_result, result, start_session, start_turn, until_finished, Env,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -15,31 +16,6 @@ const WAIT: Duration = Duration::from_secs(10);
 
 fn task_call(id: &str, input: &Value) -> Reply {
     chat_tool_call(id, "task", &input.to_string())
-}
-
-fn tool_names(req: &Seen) -> Vec<String> {
-    req.body["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn messages(req: &Seen) -> &Vec<Value> {
-    req.body["messages"].as_array().unwrap()
-}
-
-/// The last message of a request: the tool result the model got back.
-fn last_tool_result(req: &Seen) -> (String, String) {
-    let last = messages(req).last().unwrap();
-    assert_eq!(last["role"], "tool", "{last}");
-    (
-        last["tool_call_id"].as_str().unwrap().to_owned(),
-        last["content"].as_str().unwrap().to_owned(),
-    )
 }
 
 fn subagent_file(env: &Env, sid: &str, n: u32) -> PathBuf {
@@ -119,10 +95,10 @@ fn a_general_subagent_runs_its_own_loop_and_its_reply_is_the_task_result() {
     );
 
     let parent1 = llm.next(WAIT);
-    let names = tool_names(&parent1);
+    let names = chat_tool_names(&parent1.body);
     assert!(names.contains(&"task".to_owned()), "{names:?}");
     let sub1 = llm.next(WAIT);
-    let names = tool_names(&sub1);
+    let names = chat_tool_names(&sub1.body);
     assert!(!names.contains(&"task".to_owned()), "depth 1: {names:?}");
     for t in [
         "read_file",
@@ -134,7 +110,7 @@ fn a_general_subagent_runs_its_own_loop_and_its_reply_is_the_task_result() {
     ] {
         assert!(names.contains(&t.to_owned()), "{t} in {names:?}");
     }
-    let msgs = messages(&sub1);
+    let msgs = chat_messages(&sub1.body);
     assert_eq!(
         msgs.len(),
         2,
@@ -148,12 +124,12 @@ fn a_general_subagent_runs_its_own_loop_and_its_reply_is_the_task_result() {
         json!({"role": "user", "content": "Summarize notes.txt"})
     );
     let sub2 = llm.next(WAIT);
-    let (call, content) = last_tool_result(&sub2);
+    let (call, content) = last_tool_result(&sub2.body);
     assert_eq!(call, "r1");
     assert!(content.contains("hi there"), "{content}");
     let parent2 = llm.next(WAIT);
     assert_eq!(
-        last_tool_result(&parent2),
+        last_tool_result(&parent2.body),
         ("k1".to_owned(), "Notes say hi.".to_owned())
     );
 
@@ -178,17 +154,7 @@ fn a_general_subagent_runs_its_own_loop_and_its_reply_is_the_task_result() {
     }
     assert_eq!(recs.last().unwrap()["outcome"], "completed");
     // The parent's history shows the one activity, not the subagent's.
-    let page = s.call(
-        "p",
-        "history.page",
-        &json!({"session_id": sid, "revision": fin["revision"]}),
-    );
-    let kinds: Vec<&str> = result(&page)["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = history_kinds(&mut s, "p", &sid, fin["revision"].as_str().unwrap());
     assert_eq!(kinds, ["user", "activity", "assistant"]);
 
     start_turn(&mut s, &sid, "Once more");
@@ -254,7 +220,7 @@ fn a_subagent_call_needing_approval_asks_on_the_parent_run() {
     assert_eq!(acts[0]["data"]["summary"], "general: completed");
     let _ = (llm.next(WAIT), llm.next(WAIT), llm.next(WAIT));
     let parent2 = llm.next(WAIT);
-    assert_eq!(last_tool_result(&parent2).1, "wrote it");
+    assert_eq!(last_tool_result(&parent2.body).1, "wrote it");
 }
 
 #[test]
@@ -331,7 +297,7 @@ fn a_failed_subagent_is_an_error_result_and_the_parent_goes_on() {
     );
     let _ = (llm.next(WAIT), llm.next(WAIT));
     let parent2 = llm.next(WAIT);
-    let (call, content) = last_tool_result(&parent2);
+    let (call, content) = last_tool_result(&parent2.body);
     assert_eq!(call, "k1");
     assert!(
         content.starts_with("failed (execution_failed)"),
@@ -358,7 +324,7 @@ fn tools_task_deny_refuses_the_call_without_a_subagent() {
     assert_eq!(acts[1]["data"]["kind"], "subagent");
     let _ = llm.next(WAIT);
     let parent2 = llm.next(WAIT);
-    assert_eq!(last_tool_result(&parent2).1, "denied by policy");
+    assert_eq!(last_tool_result(&parent2.body).1, "denied by policy");
     assert!(!env.home().join("sessions/subagents").exists());
 }
 
@@ -380,11 +346,11 @@ fn bad_task_input_is_an_error_result() {
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     let _ = llm.next(WAIT);
     let r = llm.next(WAIT);
-    assert!(last_tool_result(&r).1.starts_with("invalid input"));
+    assert!(last_tool_result(&r.body).1.starts_with("invalid input"));
     let r = llm.next(WAIT);
-    assert!(last_tool_result(&r).1.starts_with("invalid input"));
+    assert!(last_tool_result(&r.body).1.starts_with("invalid input"));
     let r = llm.next(WAIT);
-    assert_eq!(last_tool_result(&r).1, "unknown agent");
+    assert_eq!(last_tool_result(&r.body).1, "unknown agent");
     let summaries: Vec<&str> = events(&frames, "activity")
         .iter()
         .filter(|a| a["data"]["state"] == "failed")
@@ -488,27 +454,27 @@ fn a_profile_subagent_gets_its_tools_body_and_admitted_model_and_refusals_are_er
     );
     let sub1 = llm.next(WAIT);
     assert_eq!(sub1.body["model"], "big", "the profile's admitted model");
-    assert_eq!(tool_names(&sub1), ["read_file"]);
-    let system = messages(&sub1)[0]["content"].as_str().unwrap();
+    assert_eq!(chat_tool_names(&sub1.body), ["read_file"]);
+    let system = chat_messages(&sub1.body)[0]["content"].as_str().unwrap();
     assert!(
         system.contains("READER BODY") && !system.contains("HIDDEN BODY"),
         "{system}"
     );
     let sub2 = llm.next(WAIT);
     assert_eq!(
-        last_tool_result(&sub2),
+        last_tool_result(&sub2.body),
         ("w1".to_owned(), "unknown tool".to_owned())
     );
     let parent2 = llm.next(WAIT);
-    assert_eq!(last_tool_result(&parent2).1, "read only");
+    assert_eq!(last_tool_result(&parent2.body).1, "read only");
     let parent3 = llm.next(WAIT);
     assert_eq!(
-        last_tool_result(&parent3).1,
+        last_tool_result(&parent3.body).1,
         "refused: that agent is disabled"
     );
     let parent4 = llm.next(WAIT);
     assert_eq!(
-        last_tool_result(&parent4).1,
+        last_tool_result(&parent4.body).1,
         "the agent's model is not available"
     );
     // Only the subagent that ran has a history.

@@ -1,7 +1,7 @@
 //! Tool calls through the scripted provider over real pipes: policy, approvals (one winning
 //! answer, deny, cancel), activity events and their history.
 
-use crate::common::{result, start_session, write_script, Env, Server};
+use crate::common::{history_kinds, result, start_session, write_script, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -92,17 +92,7 @@ fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
     );
     assert_eq!(fin["data"]["outcome"], "completed");
     let rev = fin["data"]["revision"].as_str().unwrap().to_owned();
-    let page = s.call(
-        "p",
-        "history.page",
-        &json!({"session_id": sid, "revision": rev}),
-    );
-    let kinds: Vec<&str> = result(&page)["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = history_kinds(&mut s, "p", &sid, &rev);
     assert_eq!(kinds, ["user", "activity", "assistant"]);
 }
 

@@ -1,7 +1,7 @@
 //! Turns over real pipes with the offline `scripted` provider: admission, the live event
 //! stream, reconciliation, the run terminal, durability across children, cancellation.
 
-use crate::common::{init_params, result, start_session, write_script, Env, Server};
+use crate::common::{entry_kinds, init_params, result, start_session, write_script, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -253,12 +253,7 @@ fn scripted_turns_cancel_fail_and_cycle() {
         "history.page",
         &json!({"session_id": sid, "revision": revision}),
     );
-    let kinds: Vec<&str> = result(&page)["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = entry_kinds(result(&page)["entries"].as_array().unwrap());
     // Each stored failure or cancellation is followed by its derived diagnostic (runner.md 5).
     assert_eq!(
         kinds,

@@ -9,6 +9,7 @@
 
 pub mod anthropic_sse;
 mod asserts;
+mod bodies;
 mod client;
 pub mod fake_llm;
 mod fixtures;
@@ -20,6 +21,7 @@ mod spec;
 mod turn;
 
 pub use asserts::*;
+pub use bodies::*;
 pub use client::*;
 pub use fixtures::*;
 pub use frames::*;
