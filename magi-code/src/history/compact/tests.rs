@@ -72,38 +72,32 @@ fn recent_inputs_walk_newest_first_within_20_percent() {
     );
     assert_eq!(items[2], u("now"));
     // 400 + 400 = 800 bytes fits exactly; one byte more does not.
-    let two: Vec<String> = vec!["x".repeat(400), "y".repeat(400)];
-    let Item::User { text } = &build(
+    for (first, fits) in [(400, true), (401, false)] {
+        let two: Vec<String> = vec!["x".repeat(first), "y".repeat(400)];
+        let text = inputs_text(&two);
+        assert_eq!(text.contains(&two[0]), fits, "{first} + 400 bytes");
+        assert!(text.contains(&two[1]), "the newest always fits");
+    }
+}
+
+/// The text of the first item `build` gives for `inputs` alone in a 1,000-token window.
+fn inputs_text(inputs: &[String]) -> String {
+    let items = build(
         &Pieces {
             summary: "S",
             files: &[],
-            inputs: &two,
+            inputs,
             mid: &[],
             after: &[],
         },
         1_000,
         0,
         Path::new("/w"),
-    )[0] else {
-        panic!()
+    );
+    let Item::User { text } = &items[0] else {
+        panic!("{items:?}")
     };
-    assert!(text.contains(&two[0]));
-    let two: Vec<String> = vec!["x".repeat(401), "y".repeat(400)];
-    let Item::User { text } = &build(
-        &Pieces {
-            summary: "S",
-            files: &[],
-            inputs: &two,
-            mid: &[],
-            after: &[],
-        },
-        1_000,
-        0,
-        Path::new("/w"),
-    )[0] else {
-        panic!()
-    };
-    assert!(!text.contains(&two[0]) && text.contains(&two[1]));
+    text.clone()
 }
 
 #[test]
