@@ -31,6 +31,36 @@ fn script_settings(env: &Env, steps: &Value, tools: &Value, hooks: &Value) -> Va
     })
 }
 
+/// Scripts one allowed `write_file` of `out.txt` behind the one `pre_tool` hook `command`.
+fn write_out_txt_behind_pre_tool(env: &Env, command: &str) {
+    let steps = json!([
+        {"tool": {"name": "write_file", "input": {"path": "out.txt", "content": "hi"}}},
+        {"text": "done"},
+    ]);
+    env.write_global_settings(&script_settings(
+        env,
+        &steps,
+        &json!({"write": "allow"}),
+        &json!({"pre_tool": [{"command": command}]}),
+    ));
+}
+
+/// Polls `done` every 20 ms until it holds, failing with `what` after `within`.
+#[track_caller]
+fn poll_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < end, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `initialize` on a fresh child of `env`: the response frame.
+fn init(env: &Env) -> Value {
+    env.spawn()
+        .call("init", "initialize", &init_params(&["status"]))
+}
+
 /// `(code, summary)` of every diagnostic.
 fn diagnostics(frames: &[Value]) -> Vec<(String, String)> {
     events(frames, "diagnostic")
@@ -202,16 +232,7 @@ fn hooks_skip_calls_that_policy_refuses_and_post_hooks_skip_calls_that_did_not_r
 fn a_hook_past_its_bound_is_killed_with_its_group_and_the_call_proceeds() {
     let mut env = Env::new();
     env.set_var("MAGI_CODE_HOOK_RUN_MS", "500");
-    let steps = json!([
-        {"tool": {"name": "write_file", "input": {"path": "out.txt", "content": "hi"}}},
-        {"text": "done"},
-    ]);
-    env.write_global_settings(&script_settings(
-        &env,
-        &steps,
-        &json!({"write": "allow"}),
-        &json!({"pre_tool": [{"command": "echo $$ > pgid; sleep 30 & sleep 30"}]}),
-    ));
+    write_out_txt_behind_pre_tool(&env, "echo $$ > pgid; sleep 30 & sleep 30");
     let (mut s, sid) = start_session(&env, &[]);
     let began = Instant::now();
     let frames = run_turn(&mut s, &sid, "go");
@@ -234,39 +255,29 @@ fn a_hook_past_its_bound_is_killed_with_its_group_and_the_call_proceeds() {
         .trim()
         .parse()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(2);
-    while std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(format!("kill -0 -- -{pgid} 2>/dev/null"))
-        .status()
-        .unwrap()
-        .success()
-    {
-        assert!(Instant::now() < end, "the hook's process group is alive");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(
+        Duration::from_secs(2),
+        "the hook's process group is alive",
+        || {
+            !std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(format!("kill -0 -- -{pgid} 2>/dev/null"))
+                .status()
+                .unwrap()
+                .success()
+        },
+    );
 }
 
 #[test]
 fn cancelling_the_run_stops_a_running_hook() {
     let env = Env::new();
-    let steps = json!([
-        {"tool": {"name": "write_file", "input": {"path": "out.txt", "content": "hi"}}},
-        {"text": "done"},
-    ]);
-    env.write_global_settings(&script_settings(
-        &env,
-        &steps,
-        &json!({"write": "allow"}),
-        &json!({"pre_tool": [{"command": "touch started; sleep 30"}]}),
-    ));
+    write_out_txt_behind_pre_tool(&env, "touch started; sleep 30");
     let (mut s, sid) = start_session(&env, &[]);
     let run_id = start_turn(&mut s, &sid, "go");
-    let end = Instant::now() + WAIT;
-    while !env.cwd.join("started").exists() {
-        assert!(Instant::now() < end, "the hook never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(WAIT, "the hook never started", || {
+        env.cwd.join("started").exists()
+    });
     let sent = Instant::now();
     s.request(
         "cancel",
@@ -299,8 +310,7 @@ fn cancelling_the_run_stops_a_running_hook() {
 fn hooks_in_project_settings_are_configuration_invalid() {
     let env = Env::new();
     env.write_project_settings(&json!({"hooks": {"pre_tool": [{"command": "true"}]}}));
-    let mut s = env.spawn();
-    let f = s.call("init", "initialize", &init_params(&["status"]));
+    let f = init(&env);
     assert_error(&f, Some("init"), "configuration_invalid");
     // A malformed or oversized global definition too.
     let bad = [
@@ -312,8 +322,7 @@ fn hooks_in_project_settings_are_configuration_invalid() {
     for hooks in bad {
         let env = Env::new();
         env.write_global_settings(&json!({"hooks": hooks}));
-        let mut s = env.spawn();
-        let f = s.call("init", "initialize", &init_params(&["status"]));
+        let f = init(&env);
         assert_error(&f, Some("init"), "configuration_invalid");
     }
     let env = Env::new();
@@ -321,8 +330,7 @@ fn hooks_in_project_settings_are_configuration_invalid() {
         "pre_tool": vec![json!({"command": "x".repeat(4096)}); 16],
         "post_tool": vec![json!({"command": "true", "tools": ["shell"]}); 16],
     }}));
-    let mut s = env.spawn();
-    let f = s.call("init", "initialize", &init_params(&["status"]));
+    let f = init(&env);
     assert!(result(&f).is_object(), "{f}");
 }
 
