@@ -6,8 +6,8 @@
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, chat_with_usage, FakeLlm, Reply};
 use crate::common::{
-    diagnostic_codes, events, fake_llm_settings, meta, outcome, result, run, run_turn,
-    sessions_dir, start, start_session, write_history, Env,
+    chat_messages, diagnostic_codes, events, fake_llm_settings, history_entries, meta, outcome,
+    result, run, run_turn, sessions_dir, start, start_session, write_history, Env, Server,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -57,8 +57,12 @@ fn assert_summary_request(body: &Value) -> String {
     text
 }
 
-fn msgs(body: &Value) -> &Vec<Value> {
-    body["messages"].as_array().unwrap()
+/// A fresh [`Env`] with [`settings`] and a child with one new session in it.
+fn session_on(llm: &FakeLlm) -> (Env, Server, String) {
+    let env = Env::new();
+    env.write_global_settings(&settings(llm));
+    let (s, sid) = start_session(&env, &[]);
+    (env, s, sid)
 }
 
 fn content(m: &Value) -> &str {
@@ -80,9 +84,7 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
         ),
         chat_with_usage(chat_text(&["done"]), 3_100),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = start_session(&env, &[]);
+    let (env, mut s, sid) = session_on(&llm);
     assert_eq!(
         outcome(&run_turn(&mut s, &sid, "first task: say hello")),
         "completed"
@@ -108,7 +110,7 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
 
     // The step after: instructions, the summary with the files and the earlier input, then
     // this turn's input, call and result verbatim.
-    let m = msgs(&seen[3]);
+    let m = chat_messages(&seen[3]);
     let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
     assert_eq!(
         roles,
@@ -151,12 +153,7 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
         .as_str()
         .unwrap()
         .to_owned();
-    let page = s.call(
-        "p",
-        "history.page",
-        &json!({"session_id": sid, "revision": rev}),
-    );
-    let entries = result(&page)["entries"].as_array().unwrap().clone();
+    let entries = history_entries(&mut s, "p", &sid, &rev);
     let comp = entries.iter().find(|e| e["kind"] == "compaction").unwrap();
     assert!(content_of(comp).contains("SUMMARY-ONE"), "{comp}");
 }
@@ -201,7 +198,7 @@ fn an_oversized_conversation_is_summarized_from_its_newest_part() {
     assert!(text.contains("input-29") && text.contains("[user]\nnext"));
 
     let step = llm.next(WAIT).body;
-    let m = msgs(&step);
+    let m = chat_messages(&step);
     let ctx = content(&m[1]);
     assert!(ctx.contains("SUMMARY-BIG"));
     // The recent inputs fit in 20% of the window (8,000 bytes): the newest three.
@@ -229,9 +226,7 @@ fn a_context_overflow_compacts_and_retries_the_step_once() {
         chat_text(&["SUMMARY-OVER"]),
         chat_with_usage(chat_text(&["retried fine"]), 900),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = start_session(&env, &[]);
+    let (_env, mut s, sid) = session_on(&llm);
     assert_eq!(outcome(&run_turn(&mut s, &sid, "one")), "completed");
     let frames = run_turn(&mut s, &sid, "two");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
@@ -239,7 +234,7 @@ fn a_context_overflow_compacts_and_retries_the_step_once() {
     assert_eq!(compactions(&frames), ["started", "completed"]);
     let seen: Vec<Value> = (0..4).map(|_| llm.next(WAIT).body).collect();
     assert_summary_request(&seen[2]);
-    let m = msgs(&seen[3]);
+    let m = chat_messages(&seen[3]);
     assert!(content(&m[1]).contains("SUMMARY-OVER"));
     assert_eq!(content(m.last().unwrap()), "two");
 }
@@ -247,9 +242,7 @@ fn a_context_overflow_compacts_and_retries_the_step_once() {
 #[test]
 fn a_step_that_overflows_after_compaction_fails_the_run() {
     let llm = FakeLlm::start(vec![overflow(), chat_text(&["SUMMARY"]), overflow()]);
-    let env = Env::new();
-    env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = start_session(&env, &[]);
+    let (_env, mut s, sid) = session_on(&llm);
     let frames = run_turn(&mut s, &sid, "one");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed", "{frames:#?}");
@@ -269,9 +262,7 @@ fn a_failed_summary_request_is_reported_and_the_step_proceeds() {
         Reply::status(400, &json!({"error": {"message": "bad"}})),
         chat_text(&["went on"]),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&settings(&llm));
-    let (mut s, sid) = start_session(&env, &[]);
+    let (env, mut s, sid) = session_on(&llm);
     assert_eq!(outcome(&run_turn(&mut s, &sid, "one")), "completed");
     let frames = run_turn(&mut s, &sid, "two");
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
@@ -291,9 +282,7 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
         chat_text(&["SUMMARY-TWO"]),
         chat_with_usage(chat_text(&["ok gamma"]), 1_000),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&settings(&llm));
-    let (mut a, sid) = start_session(&env, &[]);
+    let (env, mut a, sid) = session_on(&llm);
     for p in ["alpha", "beta", "gamma"] {
         assert_eq!(outcome(&run_turn(&mut a, &sid, p)), "completed");
     }
@@ -324,7 +313,7 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
     );
     let body = llm.next(WAIT).body;
     println!("request after two compactions, reopened: {body:#}");
-    let m = msgs(&body);
+    let m = chat_messages(&body);
     let shown: Vec<(&str, &str)> = m
         .iter()
         .skip(1)
@@ -412,7 +401,7 @@ fn reported_usage_compacts_an_anthropic_session() {
     // transcript.
     let sum = &seen[1];
     assert!(text_of(&sum["system"]).contains("summary"), "{sum:#}");
-    let m = msgs(sum);
+    let m = chat_messages(sum);
     assert_eq!(m.len(), 1, "{m:#?}");
     assert_eq!(m[0]["role"], "user");
     let t = text_of(&m[0]["content"]);
@@ -420,7 +409,7 @@ fn reported_usage_compacts_an_anthropic_session() {
     assert!(t.contains("[user]\nalpha") && t.contains("ok alpha"), "{t}");
 
     // The next step opens with the summary and ends with this turn's input.
-    let m = msgs(&seen[2]);
+    let m = chat_messages(&seen[2]);
     assert_eq!(m[0]["role"], "user");
     let ctx = text_of(&m[0]["content"]);
     assert!(ctx.contains("SUMMARY-V"), "{ctx}");

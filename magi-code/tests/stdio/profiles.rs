@@ -5,10 +5,10 @@
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
 use crate::common::{
-    assert_error, chat_tool_names, init_params, last_message, run_turn, start_session,
-    system_prompt, Env,
+    assert_error, chat_tool_names, init_params, last_tool_result, run_turn, start_session,
+    system_prompt, Env, Server,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -158,6 +158,21 @@ fn bad_settings_are_reported_before_bad_profiles_and_good_profiles_start() {
     s.shutdown_ok("bye");
 }
 
+/// Runs one turn of `prompt` in a fresh session on the fake model with `extra` settings,
+/// asserting it completed; the child stays up.
+#[track_caller]
+fn completed_turn(env: &Env, llm: &FakeLlm, extra: &Value, prompt: &str) -> Server {
+    env.use_fake_llm(llm, extra);
+    let (mut s, sid) = start_session(env, &[]);
+    let frames = run_turn(&mut s, &sid, prompt);
+    assert_eq!(
+        frames.last().unwrap()["data"]["outcome"],
+        "completed",
+        "{frames:#?}"
+    );
+    s
+}
+
 #[test]
 fn the_prompt_lists_skills_then_the_primary_body_before_agents_md_and_a_skill_is_readable() {
     let env = Env::new();
@@ -192,16 +207,11 @@ fn the_prompt_lists_skills_then_the_primary_body_before_agents_md_and_a_skill_is
         chat_tool_call("r1", "read_file", &args),
         chat_text(&["done"]),
     ]);
-    env.use_fake_llm(
+    let mut s = completed_turn(
+        &env,
         &llm,
         &json!({"agent": "rev", "skills": {"disabled": ["off"]}, "tools": {"read": "allow"}}),
-    );
-    let (mut s, sid) = start_session(&env, &[]);
-    let frames = run_turn(&mut s, &sid, "fill the form");
-    assert_eq!(
-        frames.last().unwrap()["data"]["outcome"],
-        "completed",
-        "{frames:#?}"
+        "fill the form",
     );
 
     let first = llm.next(WAIT);
@@ -227,15 +237,9 @@ fn the_prompt_lists_skills_then_the_primary_body_before_agents_md_and_a_skill_is
     );
 
     let second = llm.next(WAIT);
-    let last = last_message(&second.body);
-    assert_eq!(last["tool_call_id"], "r1");
-    assert!(
-        last["content"]
-            .as_str()
-            .unwrap()
-            .contains("SKILL BODY TEXT"),
-        "{last}"
-    );
+    let (call, content) = last_tool_result(&second.body);
+    assert_eq!(call, "r1");
+    assert!(content.contains("SKILL BODY TEXT"), "{content}");
     s.shutdown_ok("bye");
 }
 
@@ -252,26 +256,18 @@ fn a_primary_profile_with_tools_offers_only_those_and_refuses_others() {
         chat_tool_call("s1", "shell", r#"{"command":"touch made"}"#),
         chat_text(&["ok"]),
     ]);
-    env.use_fake_llm(
+    let mut s = completed_turn(
+        &env,
         &llm,
         &json!({"agent": "reader", "tools": {"read": "allow", "shell": "allow"}}),
-    );
-    let (mut s, sid) = start_session(&env, &[]);
-    let frames = run_turn(&mut s, &sid, "run something");
-    assert_eq!(
-        frames.last().unwrap()["data"]["outcome"],
-        "completed",
-        "{frames:#?}"
+        "run something",
     );
     let first = llm.next(WAIT);
     assert_eq!(chat_tool_names(&first.body), ["read_file"]);
     let second = llm.next(WAIT);
-    let last = last_message(&second.body);
-    assert_eq!(last["tool_call_id"], "s1");
-    assert!(
-        last["content"].as_str().unwrap().contains("unknown tool"),
-        "{last}"
-    );
+    let (call, content) = last_tool_result(&second.body);
+    assert_eq!(call, "s1");
+    assert!(content.contains("unknown tool"), "{content}");
     assert!(!env.cwd.join("made").exists(), "the refused call never ran");
     s.shutdown_ok("bye");
 }
