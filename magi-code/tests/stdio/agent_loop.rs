@@ -4,8 +4,8 @@
 
 use crate::common::fake_llm::{chat_delta, chat_finish, chat_text, chat_tool_call, FakeLlm, Reply};
 use crate::common::{
-    diagnostic_codes, events, fake_llm_env, history_kinds, last_message, reconciled, result,
-    start_session, start_turn, until_finished, Env,
+    cancel_turn, diagnostic_codes, events, fake_llm_env, history_kinds, last_message, reconciled,
+    result, start_session, start_turn, until_finished, Env,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -232,14 +232,7 @@ fn cancel_during_a_silent_stream_ends_within_500_ms() {
     let run_id = start_turn(&mut s, &sid, "hello");
     let _ = llm.next(WAIT);
     std::thread::sleep(Duration::from_millis(300));
-    let t0 = Instant::now();
-    s.request(
-        "x",
-        "turn.cancel",
-        &json!({"session_id": sid, "run_id": run_id}),
-    );
-    let frames = until_finished(&mut s);
-    let took = t0.elapsed();
+    let (frames, took) = cancel_turn(&mut s, &sid, &run_id);
     assert!(took < Duration::from_millis(500), "{took:?}");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "cancelled");

@@ -5,12 +5,12 @@
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply};
 use crate::common::{
-    chat_messages, chat_tool_names, error_code, events, fake_llm_env, history_kinds,
+    cancel_turn, chat_messages, chat_tool_names, error_code, events, fake_llm_env, history_kinds,
     last_tool_result, result, start_session, start_turn, until_finished, Env,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -238,18 +238,8 @@ fn cancel_during_a_subagent_step_cancels_it_and_the_run() {
     let _ = llm.next(WAIT);
     let _ = llm.next(WAIT);
     std::thread::sleep(Duration::from_millis(200));
-    let t0 = Instant::now();
-    s.request(
-        "x",
-        "turn.cancel",
-        &json!({"session_id": sid, "run_id": run_id}),
-    );
-    let frames = until_finished(&mut s);
-    assert!(
-        t0.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        t0.elapsed()
-    );
+    let (frames, took) = cancel_turn(&mut s, &sid, &run_id);
+    assert!(took < Duration::from_millis(500), "{took:?}");
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "cancelled");
     assert_eq!(fin["persistence"], "durable");

@@ -3,7 +3,10 @@
 //! after each tool `activity`, card fields per kind, and `tool_card` history entries after a
 //! reopen — and base clients seeing none of it.
 
-use crate::common::{result, start_session, start_with_result, write_script, Env, Server};
+use crate::common::{
+    entry_kinds, history_entries, result, start_session, start_with_result, until_finished,
+    write_script, Env, Server,
+};
 use serde_json::{json, Value};
 
 const ALL_ALLOWED: fn() -> Value = || json!({"read": "allow", "write": "allow", "shell": "allow"});
@@ -32,32 +35,7 @@ fn turn(s: &mut Server, sid: &str) -> Vec<Value> {
         "turn.start",
         &json!({"session_id": sid, "prompt": "go"}),
     );
-    let mut seen = Vec::new();
-    loop {
-        let f = s.next();
-        let done = f["event"] == "run.finished";
-        seen.push(f);
-        if done {
-            return seen;
-        }
-    }
-}
-
-/// The `history.page` entries of the attached session at `revision`.
-fn entries(s: &mut Server, id: &str, sid: &str, revision: &str) -> Vec<Value> {
-    let page = s.call(
-        id,
-        "history.page",
-        &json!({"session_id": sid, "revision": revision}),
-    );
-    result(&page)["entries"].as_array().unwrap().clone()
-}
-
-fn kinds(entries: &[Value]) -> Vec<&str> {
-    entries
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect()
+    until_finished(s)
 }
 
 fn expected_cards() -> Vec<Value> {
@@ -142,20 +120,20 @@ fn negotiated_cards_follow_each_activity_and_are_saved() {
     );
     assert_eq!(running[0]["data"]["card"]["added"], 0);
     let rev = fin["data"]["revision"].as_str().unwrap().to_owned();
-    let live = entries(&mut s, "p", &sid, &rev);
+    let live = history_entries(&mut s, "p", &sid, &rev);
     s.shutdown_ok("q");
 
     // A new child that negotiated cards sees each card entry right after its activity.
     let (mut s, _) = start_with_result(&env, &["tool.cards"]);
     let opened = s.call("o", "session.open", &json!({"session_id": sid}));
     let rev = result(&opened)["revision"].as_str().unwrap().to_owned();
-    let reopened = entries(&mut s, "p", &sid, &rev);
+    let reopened = history_entries(&mut s, "p", &sid, &rev);
     let mut want = vec!["user"];
     want.extend(["activity", "tool_card"].repeat(6));
     want.push("assistant");
-    assert_eq!(kinds(&reopened), want);
+    assert_eq!(entry_kinds(&reopened), want);
     assert_eq!(
-        kinds(&live),
+        entry_kinds(&live),
         want,
         "the live projection matches the reopened one"
     );
@@ -180,7 +158,7 @@ fn negotiated_cards_follow_each_activity_and_are_saved() {
     let mut base = vec!["user"];
     base.extend(["activity"].repeat(6));
     base.push("assistant");
-    assert_eq!(kinds(&entries(&mut s, "p", &sid, &rev)), base);
+    assert_eq!(entry_kinds(&history_entries(&mut s, "p", &sid, &rev)), base);
     s.shutdown_ok("q");
 }
 
@@ -199,7 +177,7 @@ fn base_clients_see_no_cards_but_cards_are_stored() {
         .as_str()
         .unwrap()
         .to_owned();
-    let live = entries(&mut s, "p", &sid, &rev);
+    let live = history_entries(&mut s, "p", &sid, &rev);
     assert!(live
         .iter()
         .all(|e| e["kind"] != "tool_card" && e.get("card").is_none()));
@@ -208,7 +186,7 @@ fn base_clients_see_no_cards_but_cards_are_stored() {
     let (mut s, _) = start_with_result(&env, &["tool.cards"]);
     let opened = s.call("o", "session.open", &json!({"session_id": sid}));
     let rev = result(&opened)["revision"].as_str().unwrap().to_owned();
-    let cards = entries(&mut s, "p", &sid, &rev)
+    let cards = history_entries(&mut s, "p", &sid, &rev)
         .into_iter()
         .filter(|e| e["kind"] == "tool_card")
         .count();

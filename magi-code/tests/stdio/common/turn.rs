@@ -6,6 +6,7 @@ use super::frames::result;
 use super::server::{Env, Server};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Sends `turn.start` for `sid` under a fresh request ID (IDs are never reused within a
 /// child); asserts it was admitted and returns its run ID.
@@ -42,6 +43,19 @@ pub fn until_finished(s: &mut Server) -> Vec<Value> {
 pub fn run_turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
     start_turn(s, sid, prompt);
     until_finished(s)
+}
+
+/// Sends `turn.cancel` for `run_id` (request ID `x`), then [`until_finished`]; the frames and
+/// how long after the request `run.finished` came.
+pub fn cancel_turn(s: &mut Server, sid: &str, run_id: &str) -> (Vec<Value>, Duration) {
+    let t0 = Instant::now();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until_finished(s);
+    (frames, t0.elapsed())
 }
 
 /// The `outcome` of the `run.finished` that ends `frames`.
