@@ -6,7 +6,7 @@
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Reply};
 use crate::common::{
     cancel_turn, chat_messages, chat_tool_names, error_code, events, fake_llm_env, history_kinds,
-    last_tool_result, result, start_session, start_turn, until_finished, Env,
+    last_tool_result, result, start_session, start_turn, until_finished, Env, Server,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -16,6 +16,17 @@ const WAIT: Duration = Duration::from_secs(10);
 
 fn task_call(id: &str, input: &Value) -> Reply {
     chat_tool_call(id, "task", &input.to_string())
+}
+
+/// Runs one turn of "delegate" in a fresh session of `env`, asserting it completed: the child,
+/// the session ID and the turn's frames.
+#[track_caller]
+fn delegated(env: &Env) -> (Server, String, Vec<Value>) {
+    let (mut s, sid) = start_session(env, &[]);
+    start_turn(&mut s, &sid, "delegate");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    (s, sid, frames)
 }
 
 fn subagent_file(env: &Env, sid: &str, n: u32) -> PathBuf {
@@ -276,10 +287,7 @@ fn a_failed_subagent_is_an_error_result_and_the_parent_goes_on() {
         chat_text(&["it failed"]),
     ]);
     let env = fake_llm_env(&llm, &json!({}));
-    let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, &sid, "delegate");
-    let frames = until_finished(&mut s);
-    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let (_s, sid, frames) = delegated(&env);
     assert_one_subagent_activity(&frames, "failed", "general: failed (execution_failed)");
     assert!(
         events(&frames, "diagnostic").is_empty(),
@@ -305,10 +313,7 @@ fn tools_task_deny_refuses_the_call_without_a_subagent() {
         chat_text(&["refused then"]),
     ]);
     let env = fake_llm_env(&llm, &json!({"tools": {"task": "deny"}}));
-    let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, &sid, "delegate");
-    let frames = until_finished(&mut s);
-    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let (_s, _sid, frames) = delegated(&env);
     let acts = events(&frames, "activity");
     assert_eq!(acts[1]["data"]["state"], "failed");
     assert_eq!(acts[1]["data"]["kind"], "subagent");
@@ -330,10 +335,7 @@ fn bad_task_input_is_an_error_result() {
         chat_text(&["gave up"]),
     ]);
     let env = fake_llm_env(&llm, &json!({}));
-    let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, &sid, "delegate");
-    let frames = until_finished(&mut s);
-    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let (_s, sid, frames) = delegated(&env);
     let _ = llm.next(WAIT);
     let r = llm.next(WAIT);
     assert!(last_tool_result(&r.body).1.starts_with("invalid input"));
@@ -399,10 +401,7 @@ fn a_profile_subagent_gets_its_tools_body_and_admitted_model_and_refusals_are_er
         "nomodel.md",
         profile_md("nomodel", "model: local/absent\n", "NOMODEL BODY"),
     );
-    let (mut s, sid) = start_session(&env, &[]);
-    start_turn(&mut s, &sid, "delegate");
-    let frames = until_finished(&mut s);
-    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let (_s, sid, frames) = delegated(&env);
     let summaries: Vec<&str> = events(&frames, "activity")
         .iter()
         .map(|a| a["data"]["summary"].as_str().unwrap())
