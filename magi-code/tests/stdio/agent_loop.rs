@@ -79,7 +79,7 @@ fn a_tool_call_is_run_and_its_result_sent_back() {
         .contains("hi there"));
 
     let rev = fin["revision"].as_str().unwrap();
-    let kinds = history_kinds(&mut s, "p", &sid, &rev);
+    let kinds = history_kinds(&mut s, "p", &sid, rev);
     assert_eq!(kinds, ["user", "activity", "assistant"]);
 }
 
