@@ -573,6 +573,7 @@ pub fn fuzz(data: &[u8]) {
 mod tests {
     use super::super::model::ToolSpec;
     use super::*;
+    use crate::providers::fuzzing::events::usage;
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!(
@@ -588,14 +589,6 @@ mod tests {
 
     fn text(s: &str) -> ModelEvent {
         ModelEvent::TextDelta(s.into())
-    }
-
-    fn usage(input_tokens: u64, output_tokens: u64, cached: Option<u64>) -> ModelEvent {
-        ModelEvent::Usage(Usage {
-            input_tokens,
-            output_tokens,
-            cached_input_tokens: cached,
-        })
     }
 
     #[test]

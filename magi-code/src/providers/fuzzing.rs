@@ -79,3 +79,36 @@ pub(crate) fn decode_fixture(
     }
     whole
 }
+
+/// Event builders the decoders' tests share.
+#[cfg(test)]
+pub(crate) mod events {
+    use super::super::model::{ModelEvent, SseEvent, Usage};
+    use serde_json::Value;
+
+    /// A tool call event.
+    pub fn call(id: &str, name: &str, input: Value) -> ModelEvent {
+        ModelEvent::ToolCall {
+            call_id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    /// A usage event.
+    pub fn usage(input: u64, output: u64, cached: Option<u64>) -> ModelEvent {
+        ModelEvent::Usage(Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_input_tokens: cached,
+        })
+    }
+
+    /// An unnamed SSE event whose data is `v`.
+    pub fn data(v: &Value) -> SseEvent {
+        SseEvent {
+            event: None,
+            data: v.to_string(),
+        }
+    }
+}

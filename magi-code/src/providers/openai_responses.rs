@@ -320,8 +320,9 @@ pub fn fuzz(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::fuzzing::events::{call, data, usage};
     use crate::providers::model::{Thinking, ToolSpec};
-    use ModelEvent::{ProviderItem, ReasoningSummary, Stop, TextDelta, ToolCall};
+    use ModelEvent::{ProviderItem, ReasoningSummary, Stop, TextDelta};
 
     use crate::providers::sse::SseDecoder;
 
@@ -332,29 +333,6 @@ mod tests {
     /// Decodes a fixture, checking every two-piece split of its bytes decodes the same.
     fn fixture(bytes: &[u8]) -> (Vec<ModelEvent>, Option<DecodeError>, bool) {
         super::super::fuzzing::decode_fixture(bytes, &make)
-    }
-
-    fn call(id: &str, name: &str, input: Value) -> ModelEvent {
-        ToolCall {
-            call_id: id.into(),
-            name: name.into(),
-            input,
-        }
-    }
-
-    fn usage(input: u64, output: u64, cached: Option<u64>) -> ModelEvent {
-        ModelEvent::Usage(Usage {
-            input_tokens: input,
-            output_tokens: output,
-            cached_input_tokens: cached,
-        })
-    }
-
-    fn data(v: &Value) -> SseEvent {
-        SseEvent {
-            event: None,
-            data: v.to_string(),
-        }
     }
 
     fn done(item: Value) -> SseEvent {

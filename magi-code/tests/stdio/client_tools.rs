@@ -3,7 +3,7 @@
 //! `client` policy, and `client.tool.cancel` on `turn.cancel`.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{result, start_turn, write_script, Env, Server};
+use crate::common::{fake_llm_env, result, start_turn, write_script, Env, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -96,11 +96,7 @@ fn the_client_answers_the_call_and_the_model_gets_its_output() {
         chat_tool_call("call_A", "open_tab", r#"{"url":"https://example.com"}"#),
         chat_text(&["Opened."]),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-    }));
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, _, sid) = start_with_tools(&env);
     let run_id = start_turn(&mut s, &sid, "open it");
     let (call, seen) = until(&mut s, is_event("client.tool.call"));
@@ -331,11 +327,7 @@ fn with_tool_cards_too_a_client_call_gets_a_client_card_and_both_descriptors() {
         chat_tool_call("call_C", "open_tab", r#"{"url":"https://example.com"}"#),
         chat_text(&["Opened."]),
     ]);
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-    }));
+    let env = fake_llm_env(&llm, &json!({}));
     let mut s = env.spawn();
     let init = s.call(
         "init",

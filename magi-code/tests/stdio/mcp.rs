@@ -308,12 +308,13 @@ fn fake_tools_reach_the_model_and_their_results_come_back() {
     ]);
     let env = Env::new();
     let def = fake("ok");
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": {"mcp": "allow"},
-        "mcp": mcp_settings(&[("fake", &def)], true),
-    }));
+    env.use_fake_llm(
+        &llm,
+        &json!({
+            "tools": {"mcp": "allow"},
+            "mcp": mcp_settings(&[("fake", &def)], true),
+        }),
+    );
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
     start_turn(&mut s, &sid, "go");
@@ -542,12 +543,13 @@ fn the_filesystem_server_reads_a_file_for_the_model() {
         ),
         chat_text(&["read it"]),
     ]);
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("{}/v1", llm.base)}},
-        "tools": {"mcp": "allow"},
-        "mcp": mcp_settings(&[("fs", &fs)], true),
-    }));
+    env.use_fake_llm(
+        &llm,
+        &json!({
+            "tools": {"mcp": "allow"},
+            "mcp": mcp_settings(&[("fs", &fs)], true),
+        }),
+    );
     let (mut s, took) = ready_in(&env);
     eprintln!("filesystem server ready in {took:?}");
     let sid = session(&mut s);
