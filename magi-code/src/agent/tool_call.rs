@@ -334,8 +334,16 @@ fn describe(ctx: &TurnCtx<'_>, name: &str, input: &Value) -> String {
         return subagent::describe(input);
     }
     if mcp_hub(ctx, name).is_some() {
-        let line = format!("{name} {input}").replace(['\n', '\r'], " ");
-        return sanitize_text(&line);
+        // The argument names only: an activity carries no raw params (protocol, `activity`).
+        let keys = input.as_object().map_or_else(String::new, |o| {
+            o.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+        });
+        let line = if keys.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{name} ({keys})")
+        };
+        return sanitize_text(&line.replace(['\n', '\r'], " "));
     }
     tools::describe(name, input)
 }

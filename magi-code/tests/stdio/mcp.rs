@@ -390,10 +390,10 @@ fn the_mcp_policy_defaults_to_ask() {
     let run_id = start_turn(&mut s, &sid, "go");
     let seen = until(&mut s, |f| f["event"] == "approval.requested");
     let req = seen.last().unwrap();
-    assert!(req["data"]["summary"]
-        .as_str()
-        .unwrap()
-        .starts_with("mcp__fake__echo"));
+    // The tool and its argument names, never the arguments' values (no raw params).
+    assert_eq!(req["data"]["summary"], "mcp__fake__echo (text)");
+    let started = seen.iter().find(|f| f["event"] == "activity").unwrap();
+    assert_eq!(started["data"]["summary"], "mcp__fake__echo (text)");
     let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
     s.request(
         "a1",
