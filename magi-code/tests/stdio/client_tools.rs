@@ -3,7 +3,9 @@
 //! `client` policy, and `client.tool.cancel` on `turn.cancel`.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
-use crate::common::{fake_llm_env, result, start_turn, write_script, Env, Server};
+use crate::common::{
+    fake_llm_env, is_event, result, start_turn, until_match, write_script, Env, Server,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -32,21 +34,6 @@ fn start_with_tools(env: &Env) -> (Server, Value, String) {
         .unwrap()
         .to_owned();
     (s, init, sid)
-}
-
-fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
-    let mut seen = Vec::new();
-    loop {
-        let f = s.next();
-        if pred(&f) {
-            return (f, seen);
-        }
-        seen.push(f);
-    }
-}
-
-fn is_event(name: &'static str) -> impl Fn(&Value) -> bool {
-    move |f: &Value| f["event"] == name
 }
 
 fn answer(sid: &str, run_id: &str, call_id: &str, ok: bool, output: &str) -> Value {
@@ -99,7 +86,7 @@ fn the_client_answers_the_call_and_the_model_gets_its_output() {
     let env = fake_llm_env(&llm, &json!({}));
     let (mut s, _, sid) = start_with_tools(&env);
     let run_id = start_turn(&mut s, &sid, "open it");
-    let (call, seen) = until(&mut s, is_event("client.tool.call"));
+    let (call, seen) = until_match(&mut s, is_event("client.tool.call"));
     let started = seen.iter().find(|f| f["event"] == "activity").unwrap();
     assert_eq!(started["data"]["name"], "open_tab");
     assert_eq!(started["data"]["state"], "started");
@@ -149,17 +136,17 @@ fn the_client_answers_the_call_and_the_model_gets_its_output() {
         "client.tool.result",
         &answer(&sid, &run_id, &call_id, true, "tab 3 opened"),
     );
-    let (ack, mut seen) = until(&mut s, |f| f["id"] == "a1");
+    let (ack, mut seen) = until_match(&mut s, |f| f["id"] == "a1");
     assert_eq!(result(&ack), &json!({"recorded": true}));
     s.request(
         "a2",
         "client.tool.result",
         &answer(&sid, &run_id, &call_id, false, "again"),
     );
-    let (again, more) = until(&mut s, |f| f["id"] == "a2");
+    let (again, more) = until_match(&mut s, |f| f["id"] == "a2");
     seen.extend(more);
     assert_eq!(again["error"]["code"], "stale_call", "one answer wins");
-    let (fin, more) = until(&mut s, is_event("run.finished"));
+    let (fin, more) = until_match(&mut s, is_event("run.finished"));
     seen.extend(more);
     assert_eq!(fin["data"]["outcome"], "completed");
     let done = seen
@@ -205,14 +192,14 @@ fn a_failed_client_tool_fails_its_activity() {
     let env = scripted(None);
     let (mut s, _, sid) = start_with_tools(&env);
     let run_id = start_turn(&mut s, &sid, "open it");
-    let (call, _) = until(&mut s, is_event("client.tool.call"));
+    let (call, _) = until_match(&mut s, is_event("client.tool.call"));
     let call_id = call["data"]["call_id"].as_str().unwrap().to_owned();
     s.request(
         "a",
         "client.tool.result",
         &answer(&sid, &run_id, &call_id, false, "no browser"),
     );
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     assert!(seen
         .iter()
         .any(|f| f["id"] == "a" && f["result"]["recorded"] == true));
@@ -232,19 +219,19 @@ fn turn_cancel_while_waiting_sends_client_tool_cancel() {
     let env = scripted(None);
     let (mut s, _, sid) = start_with_tools(&env);
     let run_id = start_turn(&mut s, &sid, "open it");
-    let (call, _) = until(&mut s, is_event("client.tool.call"));
+    let (call, _) = until_match(&mut s, is_event("client.tool.call"));
     let call_id = call["data"]["call_id"].as_str().unwrap().to_owned();
     s.request(
         "x",
         "turn.cancel",
         &json!({"session_id": sid, "run_id": run_id}),
     );
-    let (cancel, _) = until(&mut s, is_event("client.tool.cancel"));
+    let (cancel, _) = until_match(&mut s, is_event("client.tool.cancel"));
     assert_eq!(
         cancel["data"],
         json!({"session_id": sid, "run_id": run_id, "call_id": call_id})
     );
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     let done = seen
         .iter()
         .rev()
@@ -266,7 +253,7 @@ fn the_client_policy_can_deny_and_then_nothing_is_asked() {
     let env = scripted(Some(json!({"client": "deny"})));
     let (mut s, _, sid) = start_with_tools(&env);
     start_turn(&mut s, &sid, "open it");
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     assert!(!seen.iter().any(|f| f["event"] == "client.tool.call"));
     let done = seen
         .iter()
@@ -295,7 +282,7 @@ fn the_input_bound_at_its_edge() {
     );
     let (mut s, _, sid) = start_with_tools(&env);
     let run_id = start_turn(&mut s, &sid, "open it");
-    let (call, _) = until(&mut s, is_event("client.tool.call"));
+    let (call, _) = until_match(&mut s, is_event("client.tool.call"));
     assert_eq!(
         serde_json::to_vec(&call["data"]["input"]).unwrap().len(),
         49_152
@@ -306,7 +293,7 @@ fn the_input_bound_at_its_edge() {
         "client.tool.result",
         &answer(&sid, &run_id, &call_id, true, "ok"),
     );
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     assert!(
         !seen.iter().any(|f| f["event"] == "client.tool.call"),
         "an input over the bound fails without an event"
@@ -342,7 +329,7 @@ fn with_tool_cards_too_a_client_call_gets_a_client_card_and_both_descriptors() {
         .unwrap()
         .to_owned();
     let run_id = start_turn(&mut s, &sid, "open it");
-    let (call, seen) = until(&mut s, is_event("client.tool.call"));
+    let (call, seen) = until_match(&mut s, is_event("client.tool.call"));
     let card = seen
         .iter()
         .find(|f| f["event"] == "tool.card")
@@ -356,7 +343,7 @@ fn with_tool_cards_too_a_client_call_gets_a_client_card_and_both_descriptors() {
         &json!({"session_id": sid, "run_id": run_id, "call_id": call["data"]["call_id"], "ok": true, "output": "done"}),
     );
     assert_eq!(result(&answer)["recorded"], true);
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     assert_eq!(fin["data"]["outcome"], "completed");
     let done = seen
         .iter()

@@ -1,25 +1,11 @@
 //! Tool calls through the scripted provider over real pipes: policy, approvals (one winning
 //! answer, deny, cancel), activity events and their history.
 
-use crate::common::{history_kinds, result, start_session, write_script, Env, Server};
+use crate::common::{
+    history_kinds, is_event, result, start_session, until_match, write_script, Env,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-/// Reads frames until one matches `pred`; returns it and everything before.
-fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
-    let mut seen = Vec::new();
-    loop {
-        let f = s.next();
-        if pred(&f) {
-            return (f, seen);
-        }
-        seen.push(f);
-    }
-}
-
-fn is_event(name: &'static str) -> impl Fn(&Value) -> bool {
-    move |f: &Value| f["event"] == name
-}
 
 #[test]
 fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
@@ -39,11 +25,11 @@ fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
         .as_str()
         .unwrap()
         .to_owned();
-    let (started, _) = until(&mut s, is_event("activity"));
+    let (started, _) = until_match(&mut s, is_event("activity"));
     assert_eq!(started["data"]["state"], "started");
     assert_eq!(started["data"]["kind"], "tool");
     assert_eq!(started["data"]["name"], "write_file");
-    let (req, _) = until(&mut s, is_event("approval.requested"));
+    let (req, _) = until_match(&mut s, is_event("approval.requested"));
     let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
     assert_eq!(req["data"]["expires_in_ms"], 60_000);
     assert!(req["data"]["summary"].as_str().unwrap().len() <= 1024);
@@ -62,14 +48,14 @@ fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
         "approval.answer",
         &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": true}),
     );
-    let (ack, mut seen) = until(&mut s, |f| f["id"] == "a1");
+    let (ack, mut seen) = until_match(&mut s, |f| f["id"] == "a1");
     assert_eq!(result(&ack), &json!({"recorded": true}));
     s.request(
         "a2",
         "approval.answer",
         &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": false}),
     );
-    let (again, more) = until(&mut s, |f| f["id"] == "a2");
+    let (again, more) = until_match(&mut s, |f| f["id"] == "a2");
     seen.extend(more);
     assert_eq!(
         again["error"]["code"], "stale_approval",
@@ -79,7 +65,7 @@ fn an_approved_write_runs_once_and_a_second_answer_is_stale() {
     let fin = match seen.iter().position(|f| f["event"] == "run.finished") {
         Some(i) => seen.remove(i),
         None => {
-            let (fin, more) = until(&mut s, is_event("run.finished"));
+            let (fin, more) = until_match(&mut s, is_event("run.finished"));
             seen.extend(more);
             fin
         }
@@ -119,14 +105,14 @@ fn denied_and_policy_refused_calls_fail_their_activity() {
         .as_str()
         .unwrap()
         .to_owned();
-    let (req, _) = until(&mut s, is_event("approval.requested"));
+    let (req, _) = until_match(&mut s, is_event("approval.requested"));
     let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
     s.request(
         "a1",
         "approval.answer",
         &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": false}),
     );
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     let finals: Vec<(&str, &str)> = seen
         .iter()
         .filter(|f| f["event"] == "activity" && f["data"]["state"] != "started")
@@ -176,14 +162,14 @@ fn cancelling_while_an_approval_waits_denies_it() {
         .as_str()
         .unwrap()
         .to_owned();
-    let (req, _) = until(&mut s, is_event("approval.requested"));
+    let (req, _) = until_match(&mut s, is_event("approval.requested"));
     let approval_id = req["data"]["approval_id"].as_str().unwrap().to_owned();
     s.request(
         "x",
         "turn.cancel",
         &json!({"session_id": sid, "run_id": run_id}),
     );
-    let (fin, seen) = until(&mut s, is_event("run.finished"));
+    let (fin, seen) = until_match(&mut s, is_event("run.finished"));
     assert!(seen.iter().any(|f| f["id"] == "x"));
     let last_activity = seen
         .iter()

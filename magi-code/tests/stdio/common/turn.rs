@@ -25,6 +25,23 @@ pub fn start_turn(s: &mut Server, sid: &str, prompt: &str) -> String {
         .to_owned()
 }
 
+/// Reads frames until one matches `pred`; returns it and everything before.
+pub fn until_match(s: &mut Server, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    let mut seen = Vec::new();
+    loop {
+        let f = s.next();
+        if pred(&f) {
+            return (f, seen);
+        }
+        seen.push(f);
+    }
+}
+
+/// A predicate: the frame is the event `name`.
+pub fn is_event(name: &'static str) -> impl Fn(&Value) -> bool {
+    move |f: &Value| f["event"] == name
+}
+
 /// Frames up to and including `run.finished`.
 pub fn until_finished(s: &mut Server) -> Vec<Value> {
     let mut frames = Vec::new();
