@@ -86,6 +86,32 @@ pub fn run_turn(
         run_id: run_id.clone(),
     });
     let mut out = RunOutput::new(ctx, session_id, run_id);
+    // Effort controls the cache changed since the selection resolved them fail the turn
+    // before its input is persisted; status then shows the new resolution (`decisions.md` 36).
+    if let Err(refreshed) = selection.recheck(rt) {
+        let view = {
+            let mut st = ctx.state();
+            if st.selection.as_ref().map(|s| &s.revision) == Some(&selection.revision) {
+                st.selection = Some(refreshed);
+            }
+            Some(session::view(rt, &st))
+        };
+        let finished = Finished {
+            outcome: RunOutcome::Failed,
+            persistence: Persistence::NotStarted,
+            revision: None,
+            error_code: Some(ErrorCode::StaleSelection),
+        };
+        ctx.sink.send_timeout(
+            WorkerEvent::RunFinished {
+                run_id: out.run_id.clone(),
+                data: out.data(finished.to_value()),
+                view,
+            },
+            CRITICAL_WAIT,
+        );
+        return;
+    }
     // A `task` call's subagent starts from the turn's selection.
     out.selection = Some(selection.clone());
     let instructions = context::instructions(rt);

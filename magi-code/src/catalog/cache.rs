@@ -162,6 +162,24 @@ pub fn thinking(rt: &Runtime, provider: &str, model: &str) -> Thinking {
     }
 }
 
+/// The effort controls of `provider`/`model` (`decisions.md` 36): one bounded read of its
+/// cache entry, never a provider request. `None` is unknown (no readable cache, no entry),
+/// empty is unsupported, else the explicit levels; the built-in `scripted` models have none.
+#[must_use]
+pub fn efforts(rt: &Runtime, provider: &str, model: &str) -> Option<Vec<String>> {
+    if provider == "scripted" {
+        return Some(Vec::new());
+    }
+    let mut bytes_left = CATALOG_FILE_BYTES;
+    match read_cache(rt, provider, &mut Sha256::new(), &mut bytes_left) {
+        Ok(Cache::Models { models, .. }) => models
+            .into_iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.efforts),
+        _ => None,
+    }
+}
+
 /// The context window of `model` of `provider` in tokens (`runner.md` 7): its cache entry's
 /// `context_window`, else `runner.context_window`; either within 1,000–10,000,000.
 #[must_use]
@@ -223,6 +241,27 @@ mod tests {
         assert_eq!(context_window(&rt, "local", "nulled"), 50_000);
         assert_eq!(context_window(&rt, "local", "absent"), 50_000);
         assert_eq!(context_window(&rt, "other", "big"), 50_000);
+    }
+
+    #[test]
+    fn efforts_come_from_the_model_entry_or_are_unknown() {
+        let (_d, rt) = setup(
+            50_000,
+            Some(serde_json::json!([
+                {"id": "levels", "efforts": ["low", "high"]},
+                {"id": "none", "efforts": []},
+                {"id": "silent"},
+            ])),
+        );
+        let levels = Some(vec!["low".to_owned(), "high".to_owned()]);
+        assert_eq!(efforts(&rt, "local", "levels"), levels);
+        assert_eq!(efforts(&rt, "local", "none"), Some(Vec::new()));
+        // No `efforts`, no entry, no cache file: unknown.
+        assert_eq!(efforts(&rt, "local", "silent"), None);
+        assert_eq!(efforts(&rt, "local", "absent"), None);
+        assert_eq!(efforts(&rt, "other", "levels"), None);
+        // The built-in models have no effort control, cache or not.
+        assert_eq!(efforts(&rt, "scripted", "echo"), Some(Vec::new()));
     }
 
     #[test]

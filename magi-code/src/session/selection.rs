@@ -3,6 +3,7 @@
 
 use super::append::{append, refresh};
 use super::state::{OpResult, Selection, SessionState};
+use crate::catalog::cache::efforts;
 use crate::catalog::{effort_support, scan, EffortSupport};
 use crate::history::{Body, Record, Summary};
 use crate::providers::provider_ready;
@@ -16,22 +17,42 @@ use protocol_core::methods::EffortRequest;
 use protocol_core::{ErrorCode, ReadyView};
 use serde_json::{json, Value};
 
-/// Effort controls known without a cache: the built-in `scripted` models have none.
-fn builtin_efforts(provider: &str) -> Option<Vec<String>> {
-    (provider == "scripted").then(Vec::new)
-}
-
 impl Selection {
-    /// The startup selection of the admitted settings, with a fresh revision.
+    /// The startup selection of the admitted settings, with a fresh revision and its effort
+    /// controls resolved from the cached catalog (`decisions.md` 36: a local read).
     #[must_use]
     pub fn startup(rt: &Runtime) -> Self {
+        Self {
+            efforts: efforts(rt, &rt.settings.provider, &rt.settings.model),
+            ..Self::unresolved(rt)
+        }
+    }
+
+    /// The startup selection without reading anything, its effort controls unknown (the
+    /// memory-only `status` fallback before a selection is stored).
+    fn unresolved(rt: &Runtime) -> Self {
         Self {
             provider: rt.settings.provider.clone(),
             model: rt.settings.model.clone(),
             requested_effort: rt.settings.effort.clone(),
             revision: fresh_revision(),
-            efforts: builtin_efforts(&rt.settings.provider),
+            efforts: None,
         }
+    }
+
+    /// Turn admission (`decisions.md` 36): the selection's effort controls as the cache says
+    /// now. `Err` holds the refreshed selection, with a fresh revision, when they changed
+    /// since the selection was resolved: the turn fails `stale_selection`.
+    pub fn recheck(&self, rt: &Runtime) -> Result<(), Self> {
+        let now = efforts(rt, &self.provider, &self.model);
+        if now == self.efforts {
+            return Ok(());
+        }
+        Err(Self {
+            efforts: now,
+            revision: fresh_revision(),
+            ..self.clone()
+        })
     }
 
     /// The explicit effort to send: the requested one when the model supports it and it is
@@ -76,7 +97,7 @@ pub fn view(rt: &Runtime, st: &SessionState) -> ReadyView {
     let sel = st
         .selection
         .clone()
-        .unwrap_or_else(|| Selection::startup(rt));
+        .unwrap_or_else(|| Selection::unresolved(rt));
     ReadyView {
         provider: safe_name(&sel.provider),
         model: safe_name(&sel.model),
@@ -96,17 +117,18 @@ pub fn restore(rt: &Runtime, summary: &Summary, notices: &mut Vec<Notice>) -> Se
     candidate.provider = p.provider.clone();
     candidate.model = p.model.clone();
     if provider_ready(&candidate, &rt.root) {
-        if p.provider == "scripted" && p.effort != "default" {
-            // Saved explicit effort does not apply to a model without effort control.
-            notices.push(Notice::SavedSelectionNotice);
-        }
-        Selection {
+        let restored = Selection {
             provider: p.provider.clone(),
             model: p.model.clone(),
             requested_effort: p.effort.clone(),
             revision: startup.revision,
-            efforts: builtin_efforts(&p.provider),
+            efforts: efforts(rt, &p.provider, &p.model),
+        };
+        if p.effort != "default" && restored.effective_effort().is_none() {
+            // The saved explicit effort does not apply to the model's controls as cached.
+            notices.push(Notice::SavedSelectionNotice);
         }
+        restored
     } else {
         notices.push(Notice::SavedSelectionUnavailable);
         Selection {
@@ -302,4 +324,41 @@ pub fn select(
         }),
         Some(view),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn write_cache(root: &std::path::Path, efforts: &Value) {
+        let dir = root.join("cache").join("models");
+        fs::create_dir_all(&dir).unwrap();
+        let cache = json!({"provider": "local", "fetched_at": "2026-11-30T12:00:00Z",
+            "models": [{"id": "tiny", "efforts": efforts}]});
+        fs::write(dir.join("local.json"), cache.to_string()).unwrap();
+    }
+
+    #[test]
+    fn the_startup_selection_resolves_from_the_cache_and_admission_rechecks_it() {
+        let d = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(d.path()).unwrap();
+        let mut rt = Runtime::for_tests(&root, &root);
+        rt.settings.provider = "local".into();
+        rt.settings.model = "tiny".into();
+        rt.settings.effort = "high".into();
+        write_cache(&root, &json!(["low", "high"]));
+        let sel = Selection::startup(&rt);
+        assert_eq!(sel.effective_effort().as_deref(), Some("high"));
+        assert_eq!(sel.to_value()["effort_support"], "supported");
+        assert_eq!(sel.recheck(&rt), Ok(()), "an unchanged cache admits");
+        write_cache(&root, &json!([]));
+        let fresh = sel.recheck(&rt).unwrap_err();
+        assert_ne!(fresh.revision, sel.revision);
+        assert_eq!(fresh.efforts, Some(Vec::new()));
+        assert_eq!(fresh.effective_effort(), None);
+        assert_eq!(fresh.requested_effort, "high", "the request is retained");
+        // The memory-only view before any selection is stored reads nothing.
+        assert_eq!(Selection::unresolved(&rt).efforts, None);
+    }
 }
