@@ -44,18 +44,33 @@ fn skills_list(rt: &Runtime) -> String {
     s
 }
 
-/// The system prompt: the runner's base prompt naming the workspace, the skills list, the
-/// primary profile's body (`runner.md` 7), then the instructions admitted at `initialize`
-/// (`runner.md` 3); empty parts are left out.
-#[must_use]
-pub fn instructions(rt: &Runtime) -> String {
-    let base = format!(
+/// The runner's base prompt (`runner.md` 3): the workspace folder and the names of `tools`,
+/// the tools the request offers, in its order (fixed for the child's life, so the prompt is
+/// byte-stable across steps). Short: small local models have 2k-token windows.
+fn base_prompt(rt: &Runtime, tools: &[ToolSpec]) -> String {
+    let intro = format!(
         "You are magi-code, a coding agent. You work in the folder {} on the user's machine, \
-         with the user's permissions. Use the tools to read, search, edit and run what the task \
-         needs; paths are relative to that folder unless absolute. Keep replies short and say \
-         what you changed.",
+         with the user's permissions.",
         rt.cwd.display()
     );
+    if tools.is_empty() {
+        return format!("{intro} You have no tools here. Keep replies short.");
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    format!(
+        "{intro} Your tools: {}. Use them to read, search, edit and run what the task needs; \
+         paths are relative to that folder unless absolute. Keep replies short and say what \
+         you changed.",
+        names.join(", ")
+    )
+}
+
+/// The system prompt of a request offering `tools`: the base prompt naming the workspace and
+/// those tools, the skills list, the primary profile's body (`runner.md` 7), then the
+/// instructions admitted at `initialize` (`runner.md` 3); empty parts are left out.
+#[must_use]
+pub fn instructions(rt: &Runtime, tools: &[ToolSpec]) -> String {
+    let base = base_prompt(rt, tools);
     let skills = skills_list(rt);
     let body = primary(rt).map_or("", |p| p.body.as_str());
     let parts = [skills.as_str(), body, rt.instructions.as_str()];
@@ -117,14 +132,39 @@ mod tests {
 
     #[test]
     fn prompt_order_is_base_skills_profile_body_instructions() {
-        let p = instructions(&rt(Some("rev"), None));
+        let r = rt(Some("rev"), None);
+        let p = instructions(&r, &tools(&r, None));
         let at = |s: &str| p.find(s).unwrap_or_else(|| panic!("{s} missing from {p}"));
         assert!(at("You are magi-code") < at("- pdf: Fill PDF forms. (/h/skills/pdf/SKILL.md)"));
         assert!(at("read_file") < at("PROFILE BODY"));
         assert!(at("/h/skills/pdf/SKILL.md") < at("PROFILE BODY"));
         assert!(at("PROFILE BODY") < at("AGENTS text"));
-        let p = instructions(&rt(None, None));
+        let p = instructions(&rt(None, None), &[]);
         assert!(!p.contains("PROFILE BODY"), "no primary profile, no body");
+    }
+
+    #[test]
+    fn the_base_prompt_names_the_workspace_and_the_offered_tools_in_order() {
+        let r = rt(Some("rev"), Some(&["shell", "read_file"]));
+        let offered = tools(&r, None);
+        let p = instructions(&r, &offered);
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "shell"], "the request's order");
+        assert!(p.contains("in the folder /w "), "{p}");
+        assert!(p.contains("Your tools: read_file, shell. "), "{p}");
+        assert_eq!(p, instructions(&r, &offered), "byte-stable");
+        // Every built-in is named when nothing limits them.
+        let all = rt(None, None);
+        let every = tools(&all, None);
+        let p = instructions(&all, &every);
+        let list: Vec<&str> = every.iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            p.contains(&format!("Your tools: {}.", list.join(", "))),
+            "{p}"
+        );
+        // No tools: the prompt does not pretend there are some.
+        let none = instructions(&rt(Some("rev"), Some(&[])), &[]);
+        assert!(none.contains("You have no tools here.") && !none.contains("Your tools"));
     }
 
     #[test]

@@ -114,8 +114,8 @@ pub fn run_turn(
     }
     // A `task` call's subagent starts from the turn's selection.
     out.selection = Some(selection.clone());
-    let instructions = context::instructions(rt);
     let tools = context::tools(rt, ctx.mcp.as_deref());
+    let instructions = context::instructions(rt, &tools);
     let effort = selection.effective_effort();
     let params = client::loop_params(rt, &selection, effort.as_deref(), &instructions, &tools);
     // A panic after admission must still end the run with its terminal event, or the engine

@@ -209,15 +209,18 @@ pub fn create_history(
     }
 }
 
-/// The subagent's system prompt: the base prompt, a note that it is a subagent, its
-/// profile's body, then the instruction files (`runner.md` 3) — the primary profile's body is
-/// not part of it.
+/// The subagent's system prompt: the base prompt naming its `tools`, a note that it is a
+/// subagent, its profile's body, then the instruction files (`runner.md` 3) — the primary
+/// profile's body is not part of it.
 #[must_use]
-pub fn instructions(rt: &Runtime, profile: Option<&Profile>) -> String {
+pub fn instructions(rt: &Runtime, profile: Option<&Profile>, tools: &[ToolSpec]) -> String {
     let mut base = rt.clone();
     base.instructions.clear();
     base.settings.agent = None;
-    let mut parts = vec![context::instructions(&base), SUBAGENT_NOTE.to_owned()];
+    let mut parts = vec![
+        context::instructions(&base, tools),
+        SUBAGENT_NOTE.to_owned(),
+    ];
     if let Some(body) = profile.map(|p| p.body.trim()).filter(|b| !b.is_empty()) {
         parts.push(body.to_owned());
     }
@@ -331,8 +334,8 @@ pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
         }
         Err(HistoryError::Store) => return refusal("the subagent's history could not be stored"),
     };
-    let instructions = instructions(rt, profile);
     let specs = tools(ctx.mcp.as_deref(), profile);
+    let instructions = instructions(rt, profile, &specs);
     let effort = sel.effective_effort();
     let params = client::loop_params(rt, &sel, effort.as_deref(), &instructions, &specs);
     // The same loop as a turn, under the parent run's IDs (so its approvals are the parent

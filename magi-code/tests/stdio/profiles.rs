@@ -5,8 +5,8 @@
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
 use crate::common::{
-    assert_error, chat_tool_names, init_params, last_tool_result, run_turn, start_session,
-    system_prompt, Env, Server,
+    assert_error, canonical_cwd, chat_tool_names, init_params, last_tool_result, run_turn,
+    start_session, system_prompt, Env, Server,
 };
 use serde_json::{json, Value};
 use std::fs;
@@ -264,10 +264,47 @@ fn a_primary_profile_with_tools_offers_only_those_and_refuses_others() {
     );
     let first = llm.next(WAIT);
     assert_eq!(chat_tool_names(&first.body), ["read_file"]);
+    let prompt = system_prompt(&first.body);
+    assert!(prompt.contains("Your tools: read_file. "), "{prompt}");
+    assert!(
+        !prompt.contains("shell"),
+        "only the offered tools are named"
+    );
     let second = llm.next(WAIT);
     let (call, content) = last_tool_result(&second.body);
     assert_eq!(call, "s1");
     assert!(content.contains("unknown tool"), "{content}");
     assert!(!env.cwd.join("made").exists(), "the refused call never ran");
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn the_base_prompt_names_the_workspace_and_the_offered_tools_the_same_every_step() {
+    // `runner.md` 3: the base prompt names the workspace folder and the tools.
+    let env = Env::new();
+    fs::write(env.cwd.join("f.txt"), "x\n").unwrap();
+    let llm = FakeLlm::start(vec![
+        chat_tool_call("r1", "read_file", r#"{"path":"f.txt"}"#),
+        chat_text(&["done"]),
+    ]);
+    let mut s = completed_turn(&env, &llm, &json!({"tools": {"read": "allow"}}), "read f");
+    let first = llm.next(WAIT);
+    let prompt = system_prompt(&first.body);
+    let names = chat_tool_names(&first.body);
+    assert!(names.len() > 1 && names.contains(&"task".to_owned()));
+    assert!(
+        prompt.contains(&format!("Your tools: {}.", names.join(", "))),
+        "every offered tool, in the request's order: {prompt}"
+    );
+    assert!(
+        prompt.contains(&format!("in the folder {} ", canonical_cwd(&env))),
+        "{prompt}"
+    );
+    let second = llm.next(WAIT);
+    assert_eq!(
+        system_prompt(&second.body),
+        prompt,
+        "byte-stable across steps"
+    );
     s.shutdown_ok("bye");
 }

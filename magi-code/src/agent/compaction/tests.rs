@@ -109,7 +109,8 @@ fn the_base_prompt_and_built_in_tools_fit_in_12_kib() {
         std::path::Path::new("/home/someone/.magi"),
         std::path::Path::new("/home/someone/projects/a-fairly-long-project-folder-name"),
     );
-    let instructions = super::super::context::instructions(&rt);
-    let bytes = fixed_bytes(&instructions, &crate::tools::specs());
+    let specs = crate::tools::specs();
+    let instructions = super::super::context::instructions(&rt, &specs);
+    let bytes = fixed_bytes(&instructions, &specs);
     assert!(bytes <= 12 * 1024, "{bytes} bytes");
 }

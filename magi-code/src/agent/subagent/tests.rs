@@ -188,8 +188,9 @@ fn the_prompt_is_the_base_the_note_the_body_then_the_instruction_files() {
     let mut rt = runtime(d.path());
     rt.instructions = "FILES".into();
     let p = profile("review", None);
-    let text = instructions(&rt, Some(&p));
-    let base = context::instructions(&runtime(d.path()));
+    let specs = tools(None, Some(&p));
+    let text = instructions(&rt, Some(&p), &specs);
+    let base = context::instructions(&runtime(d.path()), &specs);
     assert!(text.starts_with(&base), "{text}");
     let (note, body, files) = (
         text.find(SUBAGENT_NOTE).unwrap(),
@@ -197,7 +198,7 @@ fn the_prompt_is_the_base_the_note_the_body_then_the_instruction_files() {
         text.find("FILES").unwrap(),
     );
     assert!(note < body && body < files, "{text}");
-    let general = instructions(&rt, None);
+    let general = instructions(&rt, None, &specs);
     assert!(!general.contains("Body of"));
     assert!(general.ends_with("\n\nFILES"));
 }
@@ -283,7 +284,7 @@ fn task_keeps_the_base_prompt_and_built_in_tools_within_12_kib() {
     let rt = runtime(d.path());
     let specs = context::tools(&rt, None);
     assert_eq!(specs.last().unwrap().name, "task");
-    let size = context::instructions(&rt).len()
+    let size = context::instructions(&rt, &specs).len()
         + specs
             .iter()
             .map(|s| s.name.len() + s.description.len() + s.input_schema.to_string().len())
