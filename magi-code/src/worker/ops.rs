@@ -2,7 +2,8 @@
 //! catalog code that serves it.
 
 use super::shared::Shared;
-use crate::session::{self, OpResult, SetSelection};
+use crate::runtime::Runtime;
+use crate::session::{self, OpResult, SessionState, SetSelection};
 use crate::util::cancel::Cancel;
 use crate::{catalog, discovery};
 use protocol_core::{ErrorCode, Request};
@@ -58,7 +59,7 @@ pub fn run(shared: &Shared, cancel: &Cancel, request: &Request) -> OpResult {
                 .selection
                 .as_ref()
                 .map_or_else(|| rt.settings.provider.clone(), |s| s.provider.clone());
-            plain(catalog::catalog(
+            let r = catalog::catalog(
                 &rt,
                 &mut st.catalog,
                 &selected,
@@ -66,11 +67,13 @@ pub fn run(shared: &Shared, cancel: &Cancel, request: &Request) -> OpResult {
                 cursor.as_deref(),
                 *limit,
                 cancel,
-            ))
+            );
+            reconcile(&rt, st, r)
         }
         Request::ModelCatalogStatus => plain(catalog::status(&rt, cancel)),
         Request::ModelRefresh { provider } => {
-            plain(catalog::refresh(&rt, &mut st.catalog, provider, cancel))
+            let r = catalog::refresh(&rt, &mut st.catalog, provider, cancel);
+            reconcile(&rt, st, r)
         }
         Request::SelectionSet {
             session_id,
@@ -94,4 +97,21 @@ pub fn run(shared: &Shared, cancel: &Cancel, request: &Request) -> OpResult {
         ),
         _ => Err(ErrorCode::UnsupportedMethod),
     }
+}
+
+/// After a successful catalog observation (`model.catalog`, `model.refresh`), the selection
+/// takes the cache's effort controls, under a fresh revision only when they changed
+/// (local-agent-protocol.md "Status"; `decisions.md` 36).
+fn reconcile(
+    rt: &Runtime,
+    st: &mut SessionState,
+    r: Result<serde_json::Value, ErrorCode>,
+) -> OpResult {
+    let v = r?;
+    let refreshed = st.selection.as_ref().and_then(|s| s.recheck(rt).err());
+    let view = refreshed.map(|s| {
+        st.selection = Some(s);
+        session::view(rt, st)
+    });
+    Ok((v, view))
 }

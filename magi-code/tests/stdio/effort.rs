@@ -203,3 +203,26 @@ fn a_cache_change_between_selection_and_turn_fails_it_stale_selection() {
     assert_eq!(sel["effective_effort"], Value::Null);
     s.shutdown_ok("bye");
 }
+
+#[test]
+fn a_catalog_observation_reconciles_the_selection_and_rotates_only_on_change() {
+    let wire = Wire::Chat;
+    let llm = FakeLlm::start(vec![wire.reply()]);
+    let env = wire.env(&llm, "high", &json!(["low", "high"]));
+    let (mut s, sid) = start_session(&env, &[]);
+    let before = selection(&mut s, "st");
+    // An unchanged cache: the same selection, the same revision.
+    result(&s.call("cat", "model.catalog", &json!({})));
+    assert_eq!(selection(&mut s, "st2"), before);
+    // A changed one: the catalog observation takes the new controls under a fresh revision.
+    let (provider, model) = wire.pair();
+    write_catalog_cache(&env, provider, json!([{"id": model, "efforts": ["high"]}]));
+    result(&s.call("cat2", "model.catalog", &json!({})));
+    let after = selection(&mut s, "st3");
+    assert_ne!(after["revision"], before["revision"]);
+    assert_eq!(after["permitted_efforts"], json!(["default", "high"]));
+    assert_eq!(after["effective_effort"], "high");
+    // The turn then runs: the selection already agrees with the cache.
+    assert_turn_sends_high(wire, &mut s, &llm, &sid);
+    s.shutdown_ok("bye");
+}
