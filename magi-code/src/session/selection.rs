@@ -40,9 +40,9 @@ impl Selection {
         }
     }
 
-    /// Turn admission (`decisions.md` 36): the selection's effort controls as the cache says
-    /// now. `Err` holds the refreshed selection, with a fresh revision, when they changed
-    /// since the selection was resolved: the turn fails `stale_selection`.
+    /// The selection's effort controls as the cache says now (`decisions.md` 36: turn
+    /// admission and catalog observations). `Err` holds the refreshed selection, with a fresh
+    /// revision, when they changed since the selection was resolved.
     pub fn recheck(&self, rt: &Runtime) -> Result<(), Self> {
         let now = efforts(rt, &self.provider, &self.model);
         if now == self.efforts {

@@ -226,3 +226,35 @@ fn a_catalog_observation_reconciles_the_selection_and_rotates_only_on_change() {
     assert_turn_sends_high(wire, &mut s, &llm, &sid);
     s.shutdown_ok("bye");
 }
+
+#[test]
+fn a_restored_effort_the_cached_controls_no_longer_permit_is_kept_with_a_notice() {
+    let wire = Wire::Chat;
+    let llm = FakeLlm::start(vec![wire.reply()]);
+    let env = wire.env(&llm, "default", &json!(["low", "high"]));
+    let (provider, model) = wire.pair();
+    let (mut s, sid) = start_session(&env, &[]);
+    let rev = selection(&mut s, "st")["revision"].clone();
+    let cat = result(&s.call("cat", "model.catalog", &json!({})))["revision"].clone();
+    let set = s.call(
+        "set",
+        "selection.set",
+        &json!({"session_id": sid, "selection_revision": rev, "catalog_revision": cat, "provider": provider, "model": model, "effort": {"mode": "set", "value": "high"}}),
+    );
+    assert_eq!(result(&set)["durable"], true, "{set}");
+    s.shutdown_ok("bye");
+    // The model lost its effort control in the cache since.
+    write_catalog_cache(&env, provider, json!([{"id": model, "efforts": []}]));
+    let mut s = env.spawn();
+    result(&s.call("init", "initialize", &init_params(&[])));
+    let open = s.call("o", "session.open", &json!({"session_id": sid}));
+    assert_eq!(result(&open)["notices"], json!(["saved_selection_notice"]));
+    let sel = selection(&mut s, "st");
+    assert_eq!(sel["requested_effort"], "high", "the saved request is kept");
+    assert_eq!(sel["effort_support"], "unsupported");
+    assert_eq!(sel["effective_effort"], Value::Null);
+    let frames = run_turn(&mut s, &sid, "think");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(wire.sent_effort(&llm.next(WAIT).body), Value::Null);
+    s.shutdown_ok("bye");
+}
