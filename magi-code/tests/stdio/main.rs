@@ -11,6 +11,7 @@ mod catalog;
 mod chat_cli;
 mod client_tools;
 mod compaction;
+mod grep;
 mod guide;
 mod harness;
 mod hooks;
