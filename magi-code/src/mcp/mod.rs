@@ -70,13 +70,22 @@ pub struct HubTool {
     pub input_schema: Value,
 }
 
+/// Why a call found its server gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// It exited on its own (the caller emits `mcp_server_exited`).
+    Exited,
+    /// It broke the protocol and was killed (the caller emits `mcp_server_failed`).
+    Failed,
+}
+
 /// What one call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallOutcome {
     /// The result for the model.
     pub result: McpResult,
-    /// Whether the server had exited (the caller emits `mcp_server_exited`).
-    pub exited: bool,
+    /// Whether, and why, the server was gone.
+    pub lost: Option<Lost>,
 }
 
 /// The connected servers of one child and their offered tools.
@@ -250,36 +259,40 @@ impl McpHub {
     /// Calls the offered tool `name` with `arguments`, within [`CALL_TIMEOUT`], returning at
     /// once on `cancel`.
     pub fn call(&self, name: &str, arguments: &Value, cancel: &Cancel) -> CallOutcome {
-        let fail = |text: &str, exited| CallOutcome {
+        let fail = |text: &str, lost| CallOutcome {
             result: McpResult {
                 ok: false,
                 text: text.to_owned(),
             },
-            exited,
+            lost,
         };
         let Some((t, srv)) = self
             .find(name)
             .and_then(|t| Some((t, self.servers.get(&t.server)?)))
         else {
-            return fail("unknown tool", false);
+            return fail("unknown tool", None);
         };
         let params = protocol::call_params(&t.tool, arguments);
         match srv.request("tools/call", params, Instant::now() + CALL_TIMEOUT, cancel) {
             Ok(v) => CallOutcome {
                 result: protocol::call_result(&v),
-                exited: false,
+                lost: None,
             },
-            Err(CallError::Exited) => fail("the MCP server has exited", true),
-            Err(CallError::Timeout) => fail("the MCP server did not answer within 120 s", false),
-            Err(CallError::Cancelled) => fail("cancelled", false),
-            Err(CallError::Busy) => fail("too many MCP calls in flight", false),
+            Err(CallError::Exited) => fail("the MCP server has exited", Some(Lost::Exited)),
+            Err(CallError::Failed) => fail(
+                "the MCP server broke the protocol and was stopped",
+                Some(Lost::Failed),
+            ),
+            Err(CallError::Timeout) => fail("the MCP server did not answer within 120 s", None),
+            Err(CallError::Cancelled) => fail("cancelled", None),
+            Err(CallError::Busy) => fail("too many MCP calls in flight", None),
             Err(CallError::Rpc(e)) => fail(
                 &format!(
                     "MCP error {}: {}",
                     e.code,
                     crate::util::text::bounded(&e.message, 1024)
                 ),
-                false,
+                None,
             ),
         }
     }

@@ -105,7 +105,7 @@ fn an_unknown_tool_is_an_error_result_without_a_server() {
     };
     let out = hub.call("mcp__x__y", &json!({}), &Cancel::default());
     assert!(!out.result.ok);
-    assert!(!out.exited);
+    assert_eq!(out.lost, None);
 }
 
 #[test]

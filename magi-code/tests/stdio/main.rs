@@ -18,6 +18,7 @@ mod hooks;
 mod http;
 mod launch;
 mod mcp;
+mod mcp_faults;
 mod profiles;
 mod refresh;
 mod replay_cli;
