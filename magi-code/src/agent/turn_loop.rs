@@ -174,9 +174,19 @@ pub fn execute(
             error_code: Some(code),
         };
     }
+    // The revision names the history as of the input (the attachment's refreshed snapshot);
+    // a subagent's history is its own file, so the session's snapshot does not move for it.
+    let revision = if out.subagent.is_some() {
+        fresh_revision()
+    } else {
+        let mut st = out.ctx.state();
+        st.attachment
+            .as_mut()
+            .map_or_else(fresh_revision, |a| session::acknowledge(&out.ctx.rt, a))
+    };
     out.critical(
         "input.persisted",
-        json!({ "message_id": input_id, "durable": true, "revision": fresh_revision() }),
+        json!({ "message_id": input_id, "durable": true, "revision": revision }),
     );
 
     let fixed = compaction::fixed_bytes(p.instructions, p.tools);
