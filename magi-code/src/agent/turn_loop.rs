@@ -188,6 +188,13 @@ pub fn execute(
         "input.persisted",
         json!({ "message_id": input_id, "durable": true, "revision": revision }),
     );
+    // Tools an MCP server listed but that are not offered (decisions.md 37): once per child,
+    // in its first run, as there is no `magi-code mcp list` to show them yet.
+    if out.subagent.is_none() {
+        if let Some(summary) = out.ctx.mcp.as_ref().and_then(|h| h.left_out_report()) {
+            out.diagnostic("mcp_tools_left_out", &summary);
+        }
+    }
 
     let fixed = compaction::fixed_bytes(p.instructions, p.tools);
     let cwd = out.ctx.rt.cwd.clone();

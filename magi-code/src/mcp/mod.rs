@@ -92,6 +92,10 @@ pub struct CallOutcome {
 pub struct McpHub {
     servers: HashMap<String, Server>,
     tools: Vec<HubTool>,
+    /// Tools the servers listed that are not offered, as `<server>/<tool>`.
+    left_out: Vec<String>,
+    /// Whether a run already reported `left_out`.
+    reported: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -160,31 +164,45 @@ fn start_one(
     (Some(srv), listed)
 }
 
-/// Offered tools of every server, names longer than the bound, invalid or colliding left out.
-fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> Vec<HubTool> {
-    let all: Vec<HubTool> = listed
-        .into_iter()
-        .flat_map(|(server, tools)| {
-            tools.into_iter().filter_map(move |t| {
-                Some(HubTool {
-                    name: offered_name(&server, &t.name)?,
-                    server: server.clone(),
-                    tool: t.name,
-                    description: t.description,
-                    input_schema: t.input_schema,
-                })
-            })
-        })
-        .collect();
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    for t in &all {
-        *count.entry(t.name.as_str()).or_default() += 1;
+/// Longest tool name shown in the left-out report; longer ones end in `…`.
+const SHOWN_NAME_BYTES: usize = 80;
+
+/// How a left-out tool is shown: `<server>/<tool>`, the tool name cut to [`SHOWN_NAME_BYTES`].
+fn shown(server: &str, tool: &str) -> String {
+    let cut = crate::util::text::cut(tool, SHOWN_NAME_BYTES);
+    let more = if cut.len() < tool.len() { "…" } else { "" };
+    format!("{server}/{cut}{more}")
+}
+
+/// Offered tools of every server, and the tools left out (as `<server>/<tool>`, in listing
+/// order): names longer than the bound or with a character outside the grammar first, then
+/// colliding ones (decisions.md 37).
+fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> (Vec<HubTool>, Vec<String>) {
+    let mut left_out = Vec::new();
+    let mut all = Vec::new();
+    for (server, tools) in listed {
+        for t in tools {
+            let Some(name) = offered_name(&server, &t.name) else {
+                left_out.push(shown(&server, &t.name));
+                continue;
+            };
+            all.push(HubTool {
+                name,
+                server: server.clone(),
+                tool: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
+            });
+        }
     }
-    let unique: Vec<bool> = all.iter().map(|t| count[t.name.as_str()] == 1).collect();
-    all.into_iter()
-        .zip(unique)
-        .filter_map(|(t, u)| u.then_some(t))
-        .collect()
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for t in &all {
+        *count.entry(t.name.clone()).or_default() += 1;
+    }
+    let (kept, colliding): (Vec<HubTool>, Vec<HubTool>) =
+        all.into_iter().partition(|t| count[&t.name] == 1);
+    left_out.extend(colliding.iter().map(|t| shown(&t.server, &t.tool)));
+    (kept, left_out)
 }
 
 impl McpHub {
@@ -229,9 +247,12 @@ impl McpHub {
             }
             listed.push((def.name.clone(), tools.unwrap_or_default()));
         }
+        let (tools, left_out) = offer(listed);
         let hub = Self {
             servers,
-            tools: offer(listed),
+            tools,
+            left_out,
+            reported: std::sync::atomic::AtomicBool::new(false),
         };
         if failed {
             hub.shutdown(Instant::now() + ABORT_TEARDOWN);
@@ -248,6 +269,37 @@ impl McpHub {
     #[must_use]
     pub fn tools(&self) -> &[HubTool] {
         &self.tools
+    }
+
+    /// The tools listed but not offered, as `<server>/<tool>`.
+    #[must_use]
+    pub fn left_out(&self) -> &[String] {
+        &self.left_out
+    }
+
+    /// The summary of the `mcp_tools_left_out` diagnostic, the first time it is asked for
+    /// and only when some tool was left out: there is no `magi-code mcp list` yet, so the
+    /// child's first run is where the user learns of them.
+    #[must_use]
+    pub fn left_out_report(&self) -> Option<String> {
+        if self.left_out.is_empty()
+            || self
+                .reported
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return None;
+        }
+        Some(format!(
+            "{} MCP tool{} not offered (a name outside [A-Za-z0-9_-] or over 64 bytes as \
+             mcp__<server>__<tool>, or colliding): {}",
+            self.left_out.len(),
+            if self.left_out.len() == 1 {
+                " is"
+            } else {
+                "s are"
+            },
+            self.left_out.join(", ")
+        ))
     }
 
     /// The offered tool called `name`.

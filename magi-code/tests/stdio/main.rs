@@ -19,6 +19,7 @@ mod http;
 mod launch;
 mod mcp;
 mod mcp_faults;
+mod mcp_offer;
 mod profiles;
 mod refresh;
 mod replay_cli;

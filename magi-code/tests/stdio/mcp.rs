@@ -441,7 +441,11 @@ fn a_server_exiting_mid_call_fails_that_call_and_later_ones_and_the_run_goes_on(
     start_turn(&mut s, &sid, "go");
     let frames = until(&mut s, finished);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
-    let diags: Vec<&Value> = events(&frames, "diagnostic");
+    // `bad.name` is left out: the first run says so (`mcp_tools_left_out`), apart from this.
+    let diags: Vec<&Value> = events(&frames, "diagnostic")
+        .into_iter()
+        .filter(|d| d["data"]["code"] != "mcp_tools_left_out")
+        .collect();
     assert!(
         !diags.is_empty()
             && diags
