@@ -6,7 +6,7 @@ use super::emit::{RunOutput, TurnCtx};
 use super::subagent;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
-use crate::mcp::McpHub;
+use crate::mcp::{Lost, McpHub};
 use crate::tools::outcome::bound_output;
 use crate::tools::{self, Card, CardStatus, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
@@ -348,19 +348,26 @@ fn describe(ctx: &TurnCtx<'_>, name: &str, input: &Value) -> String {
     tools::describe(name, input)
 }
 
-/// Calls an MCP tool; a server found exited also gets a `mcp_server_exited` diagnostic.
+/// Calls an MCP tool; a server found gone also gets a diagnostic: `mcp_server_exited` when it
+/// exited, `mcp_server_failed` when it broke the protocol and was killed.
 fn call_mcp(out: &mut RunOutput<'_>, hub: &McpHub, name: &str, input: &Value) -> ToolOutcome {
     let done = hub.call(name, input, out.ctx.cancel);
-    if done.exited {
-        out.diagnostic(
+    match done.lost {
+        Some(Lost::Exited) => out.diagnostic(
             "mcp_server_exited",
             "an MCP server has exited; its tools fail",
-        );
+        ),
+        Some(Lost::Failed) => out.diagnostic(
+            "mcp_server_failed",
+            "an MCP server broke the protocol and was stopped; its tools fail",
+        ),
+        None => {}
     }
-    let summary = match (done.result.ok, done.exited) {
+    let summary = match (done.result.ok, done.lost) {
         (true, _) => "ok",
-        (false, true) => "server exited",
-        (false, false) => "error",
+        (false, Some(Lost::Exited)) => "server exited",
+        (false, Some(Lost::Failed)) => "server failed",
+        (false, None) => "error",
     };
     ToolOutcome {
         ok: done.result.ok,

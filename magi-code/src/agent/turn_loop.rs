@@ -174,10 +174,27 @@ pub fn execute(
             error_code: Some(code),
         };
     }
+    // The revision names the history as of the input (the attachment's refreshed snapshot);
+    // a subagent's history is its own file, so the session's snapshot does not move for it.
+    let revision = if out.subagent.is_some() {
+        fresh_revision()
+    } else {
+        let mut st = out.ctx.state();
+        st.attachment
+            .as_mut()
+            .map_or_else(fresh_revision, |a| session::acknowledge(&out.ctx.rt, a))
+    };
     out.critical(
         "input.persisted",
-        json!({ "message_id": input_id, "durable": true, "revision": fresh_revision() }),
+        json!({ "message_id": input_id, "durable": true, "revision": revision }),
     );
+    // Tools an MCP server listed but that are not offered (decisions.md 37): once per child,
+    // in its first run, as there is no `magi-code mcp list` to show them yet.
+    if out.subagent.is_none() {
+        if let Some(summary) = out.ctx.mcp.as_ref().and_then(|h| h.left_out_report()) {
+            out.diagnostic("mcp_tools_left_out", &summary);
+        }
+    }
 
     let fixed = compaction::fixed_bytes(p.instructions, p.tools);
     let cwd = out.ctx.rt.cwd.clone();

@@ -32,20 +32,32 @@ pub fn refresh(
         .http_status_as_error(false)
         .build()
         .into();
+    // Cancellation closes the connection, as a provider step's does: a blocked connect or
+    // read returns at once, so a cancelled refresh frees the worker slot instead of holding
+    // it up to the 30 s bound (`operation.cancel`, shutdown's cleanup wait).
+    let closer = agent.clone();
+    let _hook = cancel.on_cancel(move || closer.clone().shutdown());
+    let failed = || {
+        if cancel.is_cancelled() {
+            ErrorCode::OperationCancelled
+        } else {
+            ErrorCode::RefreshFailed
+        }
+    };
     let req = target.authorize(agent.get(&url));
     if cancel.is_cancelled() {
         return Err(ErrorCode::OperationCancelled);
     }
-    let resp = req.call().map_err(|_| ErrorCode::RefreshFailed)?;
+    let resp = req.call().map_err(|_| failed())?;
     if !resp.status().is_success() {
-        return Err(ErrorCode::RefreshFailed);
+        return Err(failed());
     }
     let mut body = Vec::new();
     resp.into_body()
         .into_reader()
         .take(CATALOG_FILE_BYTES + 1)
         .read_to_end(&mut body)
-        .map_err(|_| ErrorCode::RefreshFailed)?;
+        .map_err(|_| failed())?;
     if body.len() as u64 > CATALOG_FILE_BYTES {
         return Err(ErrorCode::CatalogLimit);
     }

@@ -70,19 +70,32 @@ pub struct HubTool {
     pub input_schema: Value,
 }
 
+/// Why a call found its server gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// It exited on its own (the caller emits `mcp_server_exited`).
+    Exited,
+    /// It broke the protocol and was killed (the caller emits `mcp_server_failed`).
+    Failed,
+}
+
 /// What one call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallOutcome {
     /// The result for the model.
     pub result: McpResult,
-    /// Whether the server had exited (the caller emits `mcp_server_exited`).
-    pub exited: bool,
+    /// Whether, and why, the server was gone.
+    pub lost: Option<Lost>,
 }
 
 /// The connected servers of one child and their offered tools.
 pub struct McpHub {
     servers: HashMap<String, Server>,
     tools: Vec<HubTool>,
+    /// Tools the servers listed that are not offered, as `<server>/<tool>`.
+    left_out: Vec<String>,
+    /// Whether a run already reported `left_out`.
+    reported: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -151,31 +164,45 @@ fn start_one(
     (Some(srv), listed)
 }
 
-/// Offered tools of every server, names longer than the bound, invalid or colliding left out.
-fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> Vec<HubTool> {
-    let all: Vec<HubTool> = listed
-        .into_iter()
-        .flat_map(|(server, tools)| {
-            tools.into_iter().filter_map(move |t| {
-                Some(HubTool {
-                    name: offered_name(&server, &t.name)?,
-                    server: server.clone(),
-                    tool: t.name,
-                    description: t.description,
-                    input_schema: t.input_schema,
-                })
-            })
-        })
-        .collect();
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    for t in &all {
-        *count.entry(t.name.as_str()).or_default() += 1;
+/// Longest tool name shown in the left-out report; longer ones end in `…`.
+const SHOWN_NAME_BYTES: usize = 80;
+
+/// How a left-out tool is shown: `<server>/<tool>`, the tool name cut to [`SHOWN_NAME_BYTES`].
+fn shown(server: &str, tool: &str) -> String {
+    let cut = crate::util::text::cut(tool, SHOWN_NAME_BYTES);
+    let more = if cut.len() < tool.len() { "…" } else { "" };
+    format!("{server}/{cut}{more}")
+}
+
+/// Offered tools of every server, and the tools left out (as `<server>/<tool>`, in listing
+/// order): names longer than the bound or with a character outside the grammar first, then
+/// colliding ones (decisions.md 37).
+fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> (Vec<HubTool>, Vec<String>) {
+    let mut left_out = Vec::new();
+    let mut all = Vec::new();
+    for (server, tools) in listed {
+        for t in tools {
+            let Some(name) = offered_name(&server, &t.name) else {
+                left_out.push(shown(&server, &t.name));
+                continue;
+            };
+            all.push(HubTool {
+                name,
+                server: server.clone(),
+                tool: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
+            });
+        }
     }
-    let unique: Vec<bool> = all.iter().map(|t| count[t.name.as_str()] == 1).collect();
-    all.into_iter()
-        .zip(unique)
-        .filter_map(|(t, u)| u.then_some(t))
-        .collect()
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for t in &all {
+        *count.entry(t.name.clone()).or_default() += 1;
+    }
+    let (kept, colliding): (Vec<HubTool>, Vec<HubTool>) =
+        all.into_iter().partition(|t| count[&t.name] == 1);
+    left_out.extend(colliding.iter().map(|t| shown(&t.server, &t.tool)));
+    (kept, left_out)
 }
 
 impl McpHub {
@@ -220,9 +247,12 @@ impl McpHub {
             }
             listed.push((def.name.clone(), tools.unwrap_or_default()));
         }
+        let (tools, left_out) = offer(listed);
         let hub = Self {
             servers,
-            tools: offer(listed),
+            tools,
+            left_out,
+            reported: std::sync::atomic::AtomicBool::new(false),
         };
         if failed {
             hub.shutdown(Instant::now() + ABORT_TEARDOWN);
@@ -241,6 +271,37 @@ impl McpHub {
         &self.tools
     }
 
+    /// The tools listed but not offered, as `<server>/<tool>`.
+    #[must_use]
+    pub fn left_out(&self) -> &[String] {
+        &self.left_out
+    }
+
+    /// The summary of the `mcp_tools_left_out` diagnostic, the first time it is asked for
+    /// and only when some tool was left out: there is no `magi-code mcp list` yet, so the
+    /// child's first run is where the user learns of them.
+    #[must_use]
+    pub fn left_out_report(&self) -> Option<String> {
+        if self.left_out.is_empty()
+            || self
+                .reported
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return None;
+        }
+        Some(format!(
+            "{} MCP tool{} not offered (a name outside [A-Za-z0-9_-] or over 64 bytes as \
+             mcp__<server>__<tool>, or colliding): {}",
+            self.left_out.len(),
+            if self.left_out.len() == 1 {
+                " is"
+            } else {
+                "s are"
+            },
+            self.left_out.join(", ")
+        ))
+    }
+
     /// The offered tool called `name`.
     #[must_use]
     pub fn find(&self, name: &str) -> Option<&HubTool> {
@@ -250,36 +311,40 @@ impl McpHub {
     /// Calls the offered tool `name` with `arguments`, within [`CALL_TIMEOUT`], returning at
     /// once on `cancel`.
     pub fn call(&self, name: &str, arguments: &Value, cancel: &Cancel) -> CallOutcome {
-        let fail = |text: &str, exited| CallOutcome {
+        let fail = |text: &str, lost| CallOutcome {
             result: McpResult {
                 ok: false,
                 text: text.to_owned(),
             },
-            exited,
+            lost,
         };
         let Some((t, srv)) = self
             .find(name)
             .and_then(|t| Some((t, self.servers.get(&t.server)?)))
         else {
-            return fail("unknown tool", false);
+            return fail("unknown tool", None);
         };
         let params = protocol::call_params(&t.tool, arguments);
         match srv.request("tools/call", params, Instant::now() + CALL_TIMEOUT, cancel) {
             Ok(v) => CallOutcome {
                 result: protocol::call_result(&v),
-                exited: false,
+                lost: None,
             },
-            Err(CallError::Exited) => fail("the MCP server has exited", true),
-            Err(CallError::Timeout) => fail("the MCP server did not answer within 120 s", false),
-            Err(CallError::Cancelled) => fail("cancelled", false),
-            Err(CallError::Busy) => fail("too many MCP calls in flight", false),
+            Err(CallError::Exited) => fail("the MCP server has exited", Some(Lost::Exited)),
+            Err(CallError::Failed) => fail(
+                "the MCP server broke the protocol and was stopped",
+                Some(Lost::Failed),
+            ),
+            Err(CallError::Timeout) => fail("the MCP server did not answer within 120 s", None),
+            Err(CallError::Cancelled) => fail("cancelled", None),
+            Err(CallError::Busy) => fail("too many MCP calls in flight", None),
             Err(CallError::Rpc(e)) => fail(
                 &format!(
                     "MCP error {}: {}",
                     e.code,
                     crate::util::text::bounded(&e.message, 1024)
                 ),
-                false,
+                None,
             ),
         }
     }

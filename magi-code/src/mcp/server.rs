@@ -71,8 +71,11 @@ pub enum CallError {
     Timeout,
     /// Cancelled while waiting (`notifications/cancelled` was sent).
     Cancelled,
-    /// The server exited, closed its stdout or broke the protocol.
+    /// The server exited or closed its stdout.
     Exited,
+    /// The server broke the protocol (more garbage than tolerated, a line over the bound)
+    /// and was killed for it.
+    Failed,
     /// Too many requests already wait.
     Busy,
 }
@@ -83,12 +86,18 @@ struct State {
     answers: HashMap<u64, Result<Value, RpcError>>,
     timed_out: HashSet<u64>,
     dead: bool,
+    /// Given up on for a protocol failure (and killed), not exited on its own.
+    failed: bool,
 }
 
 struct Shared {
     state: Mutex<State>,
     cv: Condvar,
     stdin: Mutex<Option<ChildStdin>>,
+    /// The child until teardown (or a protocol failure) takes it to reap it.
+    child: Mutex<Option<Child>>,
+    /// Its pid, which is also its process group.
+    pid: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -122,8 +131,31 @@ impl Shared {
         self.cv.notify_all();
     }
 
-    /// Reads stdout lines (each at most [`LINE_BYTES`]) into the session until EOF or a
-    /// protocol failure, which marks the server dead.
+    /// Gives up on a server that broke the protocol: marks it failed, then kills its group
+    /// at once and reaps it. It is still running, and nothing it says will be read again, so
+    /// waiting for it to exit on its own (or reporting it as exited) would be wrong.
+    fn fail(&self) {
+        // A writer blocked on a full pipe holds the lock: the kill frees it.
+        if let Ok(mut stdin) = self.stdin.try_lock() {
+            *stdin = None;
+        }
+        kill_group(self.pid);
+        let child = lock(&self.child).take();
+        if let Some(mut child) = child {
+            // SIGKILL cannot be ignored: this wait is short.
+            let _ = child.wait();
+        }
+        // Only now are waiting calls told: whoever sees `failed` finds the process gone.
+        {
+            let mut st = lock(&self.state);
+            st.failed = true;
+            st.dead = true;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Reads stdout lines (each at most [`LINE_BYTES`]) into the session until EOF (the
+    /// server is dead) or a protocol failure (it is killed: [`Shared::fail`]).
     fn read_loop(&self, out: impl Read) {
         let mut r = BufReader::new(out);
         let mut line = Vec::new();
@@ -139,7 +171,8 @@ impl Shared {
             // A line without its newline is the last one before EOF, or one over the bound
             // (which the session refuses).
             if !self.handle(&line) {
-                break;
+                self.fail();
+                return;
             }
         }
         self.die();
@@ -167,7 +200,6 @@ impl Shared {
 /// One running MCP server.
 pub struct Server {
     shared: Arc<Shared>,
-    child: Mutex<Option<Child>>,
     pid: u32,
 }
 
@@ -203,10 +235,11 @@ impl Server {
             }),
             cv: Condvar::new(),
             stdin: Mutex::new(stdin),
+            child: Mutex::new(Some(child)),
+            pid,
         });
         let server = Self {
             shared: shared.clone(),
-            child: Mutex::new(Some(child)),
             pid,
         };
         let started = stdout.is_some_and(|out| {
@@ -233,6 +266,16 @@ impl Server {
         lock(&self.shared.state).dead
     }
 
+    /// Why a dead server is gone: [`CallError::Failed`] when it was killed for breaking the
+    /// protocol, [`CallError::Exited`] otherwise.
+    fn gone(st: &State) -> CallError {
+        if st.failed {
+            CallError::Failed
+        } else {
+            CallError::Exited
+        }
+    }
+
     /// Sends a notification.
     pub fn notify(&self, method: &str, params: Value) {
         lock(&self.shared.state)
@@ -254,7 +297,7 @@ impl Server {
         let id = {
             let mut st = lock(&sh.state);
             if st.dead {
-                return Err(CallError::Exited);
+                return Err(Self::gone(&st));
             }
             st.session
                 .send_request(method, params, Some(deadline))
@@ -269,7 +312,7 @@ impl Server {
                 return answer.map_err(CallError::Rpc);
             }
             if st.dead {
-                return Err(CallError::Exited);
+                return Err(Self::gone(&st));
             }
             let now = Instant::now();
             let late = st.session.handle_timeout(now);
@@ -310,7 +353,7 @@ impl Server {
         if let Ok(mut stdin) = self.shared.stdin.try_lock() {
             *stdin = None;
         }
-        let Some(mut child) = lock(&self.child).take() else {
+        let Some(mut child) = lock(&self.shared.child).take() else {
             return;
         };
         let start = Instant::now();
@@ -394,6 +437,37 @@ mod tests {
             &cancel,
         );
         assert_eq!(r, Err(CallError::Exited));
+    }
+
+    #[test]
+    fn a_server_breaking_the_protocol_is_killed_and_its_requests_fail_as_failed() {
+        // 17 garbage lines pass the bound of 16; a line of 1 MiB + 1 byte passes its bound.
+        for script in [
+            "i=0; while [ $i -lt 17 ]; do echo junk; i=$((i+1)); done; exec sleep 30",
+            "head -c 1048577 /dev/zero | tr '\\0' x; echo; exec sleep 30",
+        ] {
+            let def = Definition {
+                name: "t".into(),
+                command: "sh".into(),
+                args: vec!["-c".into(), script.into()],
+                env: BTreeMap::new(),
+            };
+            let s = Server::spawn(&def, Path::new("/"), &[]).unwrap();
+            let cancel = Cancel::default();
+            let r = s.request(
+                "x",
+                Value::Null,
+                Instant::now() + Duration::from_secs(20),
+                &cancel,
+            );
+            assert_eq!(r, Err(CallError::Failed), "{script}");
+            assert!(s.is_dead());
+            assert!(
+                !Path::new(&format!("/proc/{}", s.pid)).exists(),
+                "killed and reaped before the failure is reported: {script}"
+            );
+            s.shutdown(Instant::now() + Duration::from_millis(300));
+        }
     }
 
     #[test]

@@ -37,7 +37,7 @@ fn tool(name: &str) -> RemoteTool {
 
 #[test]
 fn colliding_and_invalid_names_are_left_out() {
-    let offered = offer(vec![
+    let (offered, left_out) = offer(vec![
         ("a__b".into(), vec![tool("c"), tool("ok")]),
         (
             "a".into(),
@@ -46,6 +46,8 @@ fn colliding_and_invalid_names_are_left_out() {
     ]);
     let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["mcp__a__b__ok"]);
+    // Invalid names first, then the colliding ones, each as <server>/<tool>.
+    assert_eq!(left_out, ["a/x.y", "a__b/c", "a/b__c", "a/dup", "a/dup"]);
     assert_eq!(offered[0].server, "a__b");
     assert_eq!(offered[0].tool, "ok");
 }
@@ -102,10 +104,59 @@ fn an_unknown_tool_is_an_error_result_without_a_server() {
     let hub = McpHub {
         servers: HashMap::new(),
         tools: Vec::new(),
+        left_out: Vec::new(),
+        reported: std::sync::atomic::AtomicBool::new(false),
     };
     let out = hub.call("mcp__x__y", &json!({}), &Cancel::default());
     assert!(!out.result.ok);
-    assert!(!out.exited);
+    assert_eq!(out.lost, None);
+    assert_eq!(
+        hub.left_out_report(),
+        None,
+        "nothing left out, nothing said"
+    );
+}
+
+#[test]
+fn the_left_out_report_is_given_once_and_names_each_tool() {
+    let long = "t".repeat(100);
+    let (_, left_out) = offer(vec![("s".into(), vec![tool("get.env"), tool(&long)])]);
+    assert_eq!(left_out[0], "s/get.env");
+    assert_eq!(left_out[1], format!("s/{}…", "t".repeat(80)));
+    let hub = McpHub {
+        servers: HashMap::new(),
+        tools: Vec::new(),
+        left_out,
+        reported: std::sync::atomic::AtomicBool::new(false),
+    };
+    let report = hub.left_out_report().unwrap();
+    assert!(
+        report.starts_with("2 MCP tools are not offered"),
+        "{report}"
+    );
+    assert!(report.ends_with(&format!(": s/get.env, s/{}…", "t".repeat(80))));
+    assert_eq!(hub.left_out_report(), None, "once per child");
+}
+
+#[test]
+fn descriptions_are_cut_at_4096_bytes_on_a_character_boundary() {
+    let page = |d: &str| json!({"tools": [{"name": "t", "description": d}]});
+    let desc = |d: &str| {
+        protocol::parse_tools_page(&page(d)).unwrap().0[0]
+            .description
+            .clone()
+    };
+    let at = "a".repeat(protocol::DESCRIPTION_BYTES);
+    assert_eq!(desc(&at), at, "4,096 bytes: kept whole");
+    let over = format!("{at}b");
+    assert_eq!(desc(&over), at, "4,097 bytes: cut to 4,096");
+    // A 2-byte character across the bound is dropped whole: 4,095 bytes remain.
+    let straddle = format!("{}é", "a".repeat(protocol::DESCRIPTION_BYTES - 1));
+    assert_eq!(straddle.len(), protocol::DESCRIPTION_BYTES + 1);
+    assert_eq!(desc(&straddle), "a".repeat(protocol::DESCRIPTION_BYTES - 1));
+    // Ending exactly at the bound with a multi-byte character: kept whole.
+    let fits = format!("{}é", "a".repeat(protocol::DESCRIPTION_BYTES - 2));
+    assert_eq!(desc(&fits), fits);
 }
 
 #[test]

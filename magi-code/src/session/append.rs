@@ -139,6 +139,16 @@ fn rebuild(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<(), Erro
     Ok(())
 }
 
+/// The revision `input.persisted` acknowledges: the snapshot refreshed right after the input's
+/// append, so the revision names the history as of the input and the input is part of the
+/// projection it names (local-agent-protocol.md: the input "identifies its persisted
+/// projection within the acknowledgement revision"). Like every revision it goes stale with
+/// the run's next append. When the projection cannot be rebuilt (`history_limit`) the snapshot
+/// stays stale and the acknowledgement gets a fresh revision that pages nothing.
+pub fn acknowledge(rt: &Runtime, a: &mut Attachment) -> String {
+    refresh(rt, a, &Cancel::default()).unwrap_or_else(|_| fresh_revision())
+}
+
 /// Gives the attachment a new snapshot revision after its own appends, extending the
 /// projection by what changed (or rebuilding it from the file when the state was dropped);
 /// returns the new revision. `history_limit` past the snapshot bounds.
@@ -151,4 +161,55 @@ pub fn refresh(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<Stri
     a.snapshot.revision = fresh_revision();
     a.snapshot.stale = false;
     Ok(a.snapshot.revision.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{create, page, SessionState};
+
+    #[test]
+    fn the_input_acknowledgement_revision_pages_the_history_as_of_the_input() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sessions")).unwrap();
+        let rt = Runtime::for_tests(d.path(), d.path());
+        let mut st = SessionState::default();
+        let created = create(&rt, &mut st).unwrap().0;
+        let sid = created["session_id"].as_str().unwrap().to_owned();
+        let a = st.attachment.as_mut().unwrap();
+        let input = Record::now(
+            &sid,
+            Body::UserInput {
+                run_id: "r1".into(),
+                message_id: Some("u-1".into()),
+                text: "hello there".into(),
+            },
+        );
+        append(&rt, a, std::slice::from_ref(&input)).unwrap();
+        let revision = acknowledge(&rt, a);
+        assert_ne!(revision, created["revision"].as_str().unwrap());
+        let got = page(&rt, &mut st, &sid, &revision, None).unwrap().0;
+        assert_eq!(got["revision"], revision.as_str());
+        let entries = got["entries"].as_array().unwrap();
+        assert_eq!(entries[0]["kind"], "user");
+        assert_eq!(entries[0]["text"], "hello there");
+        // The turn is still open: the projection says so and is not complete.
+        assert_eq!(entries.last().unwrap()["kind"], "diagnostic");
+        assert_eq!(got["complete"], false);
+        // The run's next append makes it stale, as every revision.
+        let a = st.attachment.as_mut().unwrap();
+        let done = Record::now(
+            &sid,
+            Body::RunFinished {
+                run_id: "r1".into(),
+                outcome: crate::agent::outcome::RunOutcome::Completed,
+                error_code: None,
+            },
+        );
+        append(&rt, a, std::slice::from_ref(&done)).unwrap();
+        assert_eq!(
+            page(&rt, &mut st, &sid, &revision, None).unwrap_err(),
+            ErrorCode::StaleRevision
+        );
+    }
 }

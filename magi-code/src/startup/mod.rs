@@ -22,12 +22,18 @@ pub struct Failure {
     pub code: ErrorCode,
     /// Context identity if computed.
     pub context_id: Option<String>,
+    /// The selected provider, once the settings were admitted.
+    pub provider: Option<String>,
+    /// The selected model, once the settings were admitted.
+    pub model: Option<String>,
 }
 
 fn fail(code: ErrorCode) -> Failure {
     Failure {
         code,
         context_id: None,
+        provider: None,
+        model: None,
     }
 }
 
@@ -107,6 +113,8 @@ pub fn run(
     let failed = |code| Failure {
         code,
         context_id: Some(context_id.clone()),
+        provider: None,
+        model: None,
     };
 
     let global = settings::read_file(&root.join("settings.json"))
@@ -115,6 +123,13 @@ pub fn run(
         .map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
     let settings =
         settings::load(global, project).map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
+    // From here on a failed startup's `status` shows the selection it had (the protocol:
+    // "selection/context may be available").
+    let failed = |code| Failure {
+        provider: Some(settings.provider.clone()),
+        model: Some(settings.model.clone()),
+        ..failed(code)
+    };
     // Read once here, part of the admitted snapshot (runner.md §3).
     let instructions = instructions::load(&root, &cwd, &settings.instructions)
         .map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;

@@ -115,8 +115,8 @@ impl Workers {
                 }
                 Ok(Err(f)) => WorkerEvent::InitFailed {
                     code: f.code,
-                    provider: None,
-                    model: None,
+                    provider: f.provider,
+                    model: f.model,
                     context_id: f.context_id,
                 },
                 Err(_) => WorkerEvent::InitFailed {

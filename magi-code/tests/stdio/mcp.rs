@@ -13,17 +13,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")
 }
 
-fn fake(mode: &str) -> Value {
+pub(crate) fn fake(mode: &str) -> Value {
     json!({"command": "python3", "args": [fixtures().join("fake_server.py"), mode]})
 }
 
-fn fake_with_pidfile(mode: &str, pidfile: &Path) -> Value {
+pub(crate) fn fake_with_pidfile(mode: &str, pidfile: &Path) -> Value {
     json!({"command": "python3", "args": [fixtures().join("fake_server.py"), mode, pidfile]})
 }
 
@@ -49,7 +49,7 @@ fn real(pkg: &str, args: &[&str]) -> Option<Value> {
 }
 
 /// The approval digest of server `name` defined as `def` (its canonical definition).
-fn digest(name: &str, def: &Value) -> String {
+pub(crate) fn digest(name: &str, def: &Value) -> String {
     let mut canon = def.clone();
     canon.as_object_mut().unwrap().remove("enabled");
     canon["name"] = json!(name);
@@ -62,7 +62,7 @@ fn digest(name: &str, def: &Value) -> String {
 }
 
 /// `mcp` settings enabling every server, approving those of `approve`.
-fn mcp_settings(servers: &[(&str, &Value)], approve: bool) -> Value {
+pub(crate) fn mcp_settings(servers: &[(&str, &Value)], approve: bool) -> Value {
     let mut defs = serde_json::Map::new();
     let mut approved = Vec::new();
     for (name, def) in servers {
@@ -76,7 +76,7 @@ fn mcp_settings(servers: &[(&str, &Value)], approve: bool) -> Value {
     json!({"servers": defs, "approved": approved})
 }
 
-fn script_env(steps: &Value, servers: &[(&str, &Value)], tools: Option<Value>) -> Env {
+pub(crate) fn script_env(steps: &Value, servers: &[(&str, &Value)], tools: Option<Value>) -> Env {
     let env = Env::new();
     let script = env.root.join("script.json");
     std::fs::write(&script, json!({"turns": [{"steps": steps}]}).to_string()).unwrap();
@@ -103,7 +103,7 @@ fn init_within(s: &mut Server, within: Duration) -> (Value, Duration) {
     }
 }
 
-fn ready_in(env: &Env) -> (Server, Duration) {
+pub(crate) fn ready_in(env: &Env) -> (Server, Duration) {
     let mut s = env.spawn();
     let (f, took) = init_within(&mut s, WAIT);
     assert!(f.get("result").is_some(), "not ready: {f}");
@@ -118,7 +118,7 @@ fn fails_with_mcp_unavailable(env: &Env) -> Duration {
     took
 }
 
-fn session(s: &mut Server) -> String {
+pub(crate) fn session(s: &mut Server) -> String {
     result(&s.call("c", "session.create", &json!({})))["session_id"]
         .as_str()
         .unwrap()
@@ -126,7 +126,7 @@ fn session(s: &mut Server) -> String {
 }
 
 /// Frames up to and including the first matching `pred`.
-fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+pub(crate) fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
         let f = s.next_within(WAIT);
@@ -138,7 +138,7 @@ fn until(s: &mut Server, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
     }
 }
 
-fn finished(f: &Value) -> bool {
+pub(crate) fn finished(f: &Value) -> bool {
     f["event"] == "run.finished"
 }
 
@@ -158,7 +158,7 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 /// Whether `pid` is a live (not zombie) process.
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         s.rsplit(')')
             .next()
@@ -441,7 +441,11 @@ fn a_server_exiting_mid_call_fails_that_call_and_later_ones_and_the_run_goes_on(
     start_turn(&mut s, &sid, "go");
     let frames = until(&mut s, finished);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
-    let diags: Vec<&Value> = events(&frames, "diagnostic");
+    // `bad.name` is left out: the first run says so (`mcp_tools_left_out`), apart from this.
+    let diags: Vec<&Value> = events(&frames, "diagnostic")
+        .into_iter()
+        .filter(|d| d["data"]["code"] != "mcp_tools_left_out")
+        .collect();
     assert!(
         !diags.is_empty()
             && diags

@@ -1,9 +1,11 @@
 //! `model.refresh` over real pipes against a local HTTP server on 127.0.0.1.
 
-use crate::common::{result, start, Env};
+use crate::common::{result, start, Client, Env, STEP};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
 
 /// Answers one request with `status` and `body`; returns the base URL.
 fn serve_once(status: u16, body: String) -> String {
@@ -107,4 +109,94 @@ fn refresh_needs_negotiation() {
     let mut s = start(&env, &[]);
     let r = s.call("r", "model.refresh", &json!({"provider": "local"}));
     assert_eq!(r["error"]["code"], "unsupported_capability");
+}
+
+/// A server whose first `hangs` connections read the request head, report it, and never
+/// answer (each reports again when the client closes it); later ones answer `body`.
+fn hang_then_answer(hangs: usize, body: String) -> (String, Receiver<()>, Receiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (accepted_tx, accepted) = mpsc::channel();
+    let (closed_tx, closed) = mpsc::channel();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { return };
+            let mut r = BufReader::new(stream.try_clone().unwrap());
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                    break;
+                }
+            }
+            if n < hangs {
+                let (a, c) = (accepted_tx.clone(), closed_tx.clone());
+                std::thread::spawn(move || {
+                    let _ = a.send(());
+                    let mut buf = [0u8; 64];
+                    while matches!(r.read(&mut buf), Ok(n) if n > 0) {}
+                    let _ = c.send(());
+                });
+                continue;
+            }
+            let mut w = stream;
+            let _ = write!(w, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+            let _ = w.flush();
+        }
+    });
+    (format!("http://{addr}/v1"), accepted, closed)
+}
+
+#[test]
+fn a_cancelled_refresh_closes_its_connection_and_frees_the_slot() {
+    let models = json!({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}).to_string();
+    let (base, accepted, closed) = hang_then_answer(1, models);
+    let env = env_with(&base);
+    let mut c = Client::start(&env, &["model.refresh", "operation.cancel"]);
+    let r1 = c.send("model.refresh", &json!({"provider": "local"}));
+    accepted
+        .recv_timeout(STEP)
+        .expect("the refresh reached the server");
+    let x = c.send("operation.cancel", &json!({"request_id": r1}));
+    let got = c.s.responses(&[&r1, &x]);
+    assert_eq!(result(&got[&x]), &json!({"cancellation_requested": true}));
+    assert_eq!(got[&r1]["error"], json!({"code": "operation_cancelled"}));
+    // The connection closes at once, not when the refresh's 30 s bound expires.
+    closed
+        .recv_timeout(STEP)
+        .expect("cancel closed the refresh's connection");
+    let r2 = c.call_when_free("model.refresh", &json!({"provider": "local"}));
+    assert_eq!(result(&r2)["models"], 2, "{r2}");
+    c.s.shutdown_ok("bye");
+}
+
+#[test]
+fn shutdown_during_a_hung_refresh_ends_within_the_cleanup_wait() {
+    let (base, accepted, closed) = hang_then_answer(usize::MAX, String::new());
+    let env = env_with(&base);
+    let mut s = start(&env, &["model.refresh"]);
+    s.request("r", "model.refresh", &json!({"provider": "local"}));
+    accepted
+        .recv_timeout(STEP)
+        .expect("the refresh reached the server");
+    let t0 = Instant::now();
+    let frames = {
+        s.request("bye", "shutdown", &json!({}));
+        s.frames_until_eof()
+    };
+    let took = t0.elapsed();
+    // The in-flight refresh is cancelled by cleanup: its connection closes and its worker
+    // stops, so the child exits as soon as cleanup is done, before the cleanup wait expires.
+    assert!(
+        took < Duration::from_millis(protocol_core::limits::CLEANUP_WAIT_MS),
+        "{took:?}"
+    );
+    closed
+        .recv_timeout(STEP)
+        .expect("the connection was closed");
+    let bye = frames
+        .iter()
+        .find(|f| f["id"] == "bye")
+        .expect("shutdown answered");
+    assert_eq!(result(bye), &json!({"state": "stopping"}));
+    assert_eq!(s.exit_code(), 0);
 }

@@ -341,6 +341,45 @@ fn anthropic_without_key_is_provider_unavailable() {
     assert_startup_fails(&mut s, "provider_unavailable");
 }
 
+/// `status` after a failed `initialize`.
+fn failed_status(env: &Env) -> Value {
+    let mut s = env.spawn();
+    s.call("init", "initialize", &init_params(&["status", "shutdown"]));
+    let st = result(&s.call("st", "status", &json!({}))).clone();
+    s.shutdown_ok("bye");
+    st
+}
+
+#[test]
+fn a_failed_startup_reports_the_selection_it_had_once_settings_were_admitted() {
+    // Failing after the settings were admitted: the selection they made is shown.
+    let env = Env::new();
+    env.write_global_settings(&json!({"provider": "anthropic", "model": "claude-sonnet-4-5"}));
+    let st = failed_status(&env);
+    assert_failed_status(&st, "provider_unavailable");
+    assert_eq!(
+        (&st["provider"], &st["model"]),
+        (&json!("anthropic"), &json!("claude-sonnet-4-5")),
+        "{st}"
+    );
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "mcp": {"servers": {"fs": {"command": "/nonexistent/magi-test-mcp", "enabled": true}}}
+    }));
+    let st = failed_status(&env);
+    assert_failed_status(&st, "mcp_unavailable");
+    assert_eq!(
+        (&st["provider"], &st["model"]),
+        (&json!("scripted"), &json!("echo"))
+    );
+    // Settings that were not admitted made no selection: nothing to show.
+    let env = Env::new();
+    env.write_global_settings(&json!({"no_such_key": 1}));
+    let st = failed_status(&env);
+    assert_failed_status(&st, "configuration_invalid");
+    assert!(st["provider"].is_null() && st["model"].is_null(), "{st}");
+}
+
 #[test]
 fn anthropic_with_key_is_ready() {
     let mut env = Env::new();

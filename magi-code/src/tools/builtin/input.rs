@@ -21,8 +21,11 @@ pub const LIST_ENTRIES: usize = 1_000;
 pub const GREP_FILES: usize = 10_000;
 /// Most matches `grep` returns.
 pub const GREP_MATCHES: usize = 500;
-/// Largest file `grep` searches.
+/// Largest file a `grep` walk searches (bigger ones are counted as skipped), and the longest
+/// line matched whole.
 pub const GREP_FILE_BYTES: u64 = 1 << 20;
+/// Most bytes `grep` reads of the one file its `path` names (streamed, line by line).
+pub const GREP_NAMED_BYTES: u64 = 64 << 20;
 /// Folders and files `grep` looks at (pending or visited) before it stops, whatever they are.
 pub const GREP_ENTRIES: usize = 100_000;
 /// `shell` timeout when none is given.

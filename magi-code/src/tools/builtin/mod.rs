@@ -90,4 +90,6 @@ fn run_tool(name: &str, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOutco
 }
 
 #[cfg(test)]
+mod grep_tests;
+#[cfg(test)]
 mod tests;

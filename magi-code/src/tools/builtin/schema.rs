@@ -47,9 +47,10 @@ pub fn specs() -> Vec<ToolSpec> {
         ),
         spec(
             "grep",
-            "Search lines matching a regular expression (Rust regex syntax) in a file, or in a \
-             folder's files recursively (skips .git, target, symlinks, binary files and files \
-             over 1 MiB). Prints path:line:text; at most 500 matches.",
+            "Search lines matching a regular expression (Rust regex syntax) in a file (its \
+             first 64 MiB), or in a folder's files recursively (skips .git, target, symlinks, \
+             binary files and files over 1 MiB, and says how many it skipped for size: name \
+             one as path to search it). Prints path:line:text; at most 500 matches.",
             object(
                 &[
                     ("pattern", json!({"type": "string"})),

@@ -287,13 +287,13 @@ fn grep_walks_and_skips() {
     let o = go("grep", json!({"pattern": r"^fn \w+"}), p);
     assert_eq!(
         (o.ok, o.summary.as_str()),
-        (true, "4 matches"),
+        (true, "4 matches; 1 file over 1 MiB skipped"),
         "{}",
         o.output
     );
     assert_eq!(
         o.output,
-        "a.txt:1:fn in text\nsrc/deep/x.rs:2:fn gamma_1() {}\nsrc/lib.rs:1:fn alpha() {}\nsrc/lib.rs:2:fn beta() {}\n"
+        "[1 file over 1 MiB not searched: name one as path to search it]\na.txt:1:fn in text\nsrc/deep/x.rs:2:fn gamma_1() {}\nsrc/lib.rs:1:fn alpha() {}\nsrc/lib.rs:2:fn beta() {}\n"
     );
     let o = go("grep", json!({"pattern": "beta", "path": "./src"}), p);
     assert_eq!(o.output, "src/lib.rs:2:fn beta() {}\n");
