@@ -2,7 +2,7 @@
 
 use crate::providers::{target, Api};
 use crate::runtime::Runtime;
-use crate::store::replace_atomically;
+use crate::store::{replace_atomically, Sweep};
 use crate::util::cancel::Cancel;
 use crate::util::paging::Snapshot;
 use crate::util::time::{now_ms, rfc3339};
@@ -93,7 +93,12 @@ pub fn refresh(
         .join(format!("{provider}.json"));
     // Durable only once the folder entry is synced too: otherwise the old cache may return.
     if !matches!(
-        replace_atomically(&path, cache.to_string().as_bytes(), 0o600),
+        replace_atomically(
+            &path,
+            cache.to_string().as_bytes(),
+            Some(0o600),
+            Sweep::Folder
+        ),
         Ok(true)
     ) {
         return Err(ErrorCode::RefreshFailed);

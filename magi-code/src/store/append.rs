@@ -1,10 +1,9 @@
-//! Durable writes: the append-only history appender, folder fsync, and atomic replacement of
-//! rewritten files.
+//! Durable writes: the append-only history appender and folder fsync.
 
 use super::held::Identity;
-use std::fs::{self, File, OpenOptions, Permissions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Fsyncs a folder so a new entry in it is durable.
@@ -117,34 +116,10 @@ impl Appender {
     }
 }
 
-/// Replaces `path` atomically with `data` at `mode`: a temp file in the same folder (never
-/// following a symlink), fsync, rename over `path`, then an fsync of the folder. `Ok(synced)`
-/// once renamed, where `synced` says whether the folder fsync succeeded too; on an error the
-/// temp file is removed and `path` is untouched.
-pub fn replace_atomically(path: &Path, data: &[u8], mode: u32) -> io::Result<bool> {
-    let dir = path.parent().ok_or(io::ErrorKind::InvalidInput)?;
-    let tmp = dir.join(format!(".magi-{}.tmp", uuid::Uuid::new_v4().simple()));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    let written = file
-        .write_all(data)
-        .and_then(|()| file.set_permissions(Permissions::from_mode(mode)))
-        .and_then(|()| file.sync_all())
-        .and_then(|()| fs::rename(&tmp, path));
-    drop(file);
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(sync_dir(dir).is_ok())
-}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn a_full_disk_fails_the_append() {

@@ -5,8 +5,10 @@ pub mod append;
 pub mod held;
 pub mod lease;
 pub mod paths;
+pub mod replace;
 
-pub use append::{replace_atomically, sync_dir, Appender};
+pub use append::{sync_dir, Appender};
 pub use held::{read_held, stream_held, Held, Identity, ReadError, Streamed};
 pub use lease::{Lease, LeaseError};
 pub use paths::{LeaseKind, SessionId, Sessions};
+pub use replace::{replace_atomically, Sweep};

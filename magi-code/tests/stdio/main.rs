@@ -7,6 +7,7 @@ mod common;
 mod agent_anthropic;
 mod agent_loop;
 mod agent_responses;
+mod atomic_writes;
 mod catalog;
 mod chat_cli;
 mod client_tools;

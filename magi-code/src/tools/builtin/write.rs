@@ -1,14 +1,15 @@
-//! `write_file` (creating missing parent folders) and `edit_file` (atomic replacement).
+//! `write_file` (creating missing parent folders) and `edit_file`, both atomic replacements
+//! that sweep their own stale temp files beside the file.
 
 use super::diff::line_counts;
 use super::input::{
     invalid, io_phrase, open_regular, read_bounded, EditFileIn, WriteFileIn, FILE_BYTES,
 };
-use crate::store::replace_atomically;
+use crate::store::{replace_atomically, Sweep};
 use crate::tools::outcome::{ToolDetails, ToolOutcome};
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
@@ -32,33 +33,29 @@ pub(crate) fn write_file(i: WriteFileIn, cwd: &Path) -> ToolOutcome {
             Err(e) => return ToolOutcome::fail(io_phrase(&e)),
         }
     }
-    // Not O_TRUNC: nothing is cut before the target is known to be a regular file, and
-    // O_NONBLOCK makes a FIFO without a reader fail (ENXIO) instead of hanging.
-    // The old contents, for the card's line counts; a missing or unreadable file is new.
-    let before = open_regular(&path)
-        .ok()
-        .and_then(|f| read_bounded(f, FILE_BYTES).ok())
-        .map(|(buf, _)| buf)
-        .unwrap_or_default();
-    let opened = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&path);
-    let mut file = match opened {
-        Ok(f) => f,
+    // Replace the symlink's target, not the link, as `edit_file` does; a missing file is new.
+    let target = match fs::canonicalize(&path) {
+        Ok(p) => p,
+        Err(e) if e.kind() == ErrorKind::NotFound => path,
         Err(e) => return ToolOutcome::fail(io_phrase(&e)),
     };
-    match file.metadata() {
-        Ok(m) if m.is_file() => {}
+    // The old contents (for the card's line counts) and mode (kept); a new file gets the
+    // umask's default mode.
+    let (before, mode) = match fs::metadata(&target) {
+        Ok(m) if m.is_file() => {
+            let before = open_regular(&target)
+                .ok()
+                .and_then(|f| read_bounded(f, FILE_BYTES).ok())
+                .map(|(buf, _)| buf)
+                .unwrap_or_default();
+            (before, Some(m.permissions().mode() & 0o7777))
+        }
         Ok(_) => return ToolOutcome::fail("not a file"),
+        Err(e) if e.kind() == ErrorKind::NotFound => (Vec::new(), None),
         Err(e) => return ToolOutcome::fail(io_phrase(&e)),
-    }
-    if let Err(e) = file
-        .set_len(0)
-        .and_then(|()| file.write_all(i.content.as_bytes()))
-    {
+    };
+    // Temp file, fsync, rename: a crash leaves the old content or the new, never less.
+    if let Err(e) = replace_atomically(&target, i.content.as_bytes(), mode, Sweep::Beside) {
         return ToolOutcome::fail(io_phrase(&e));
     }
     let n = i.content.len();
@@ -108,7 +105,7 @@ pub(crate) fn edit_file(i: EditFileIn, cwd: &Path) -> ToolOutcome {
     if edited.len() as u64 > FILE_BYTES {
         return ToolOutcome::fail("too large");
     }
-    match replace_atomically(&real, &edited, mode) {
+    match replace_atomically(&real, &edited, Some(mode), Sweep::Beside) {
         // The folder fsync is best effort here: the edit itself is in place.
         Ok(_synced) => {
             let (added, removed) = line_counts(&hay, &edited);
@@ -208,6 +205,41 @@ mod tests {
             d.path(),
         );
         assert!(o.ok);
+    }
+
+    #[test]
+    fn write_file_replaces_atomically_keeping_mode_and_links() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("w.txt");
+        fs::write(&f, "old\n").unwrap();
+        fs::set_permissions(&f, Permissions::from_mode(0o751)).unwrap();
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).unwrap());
+        let before = ino(&f);
+        std::os::unix::fs::symlink("w.txt", d.path().join("l")).unwrap();
+        let o = go(
+            "write_file",
+            json!({"path": "l", "content": "new"}),
+            d.path(),
+        );
+        assert!(o.ok, "{}", o.summary);
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        // A new inode renamed over the old one: never truncated in place.
+        assert_ne!(ino(&f), before);
+        assert_eq!(
+            fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+            0o751
+        );
+        assert!(fs::symlink_metadata(d.path().join("l"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let mut names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, [OsString::from("l"), OsString::from("w.txt")]);
     }
 
     #[test]

@@ -1,0 +1,151 @@
+//! Atomic replacement of rewritten files, and the sweep of the stale temp files that a
+//! replacement killed part way leaves behind.
+
+use super::append::sync_dir;
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// Which stale temp files a replacement removes from its folder before it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sweep {
+    /// Only the leftovers of the file being replaced (a user's folder: nothing else is touched).
+    Beside,
+    /// Every leftover of ours in the folder (a folder the backend owns, such as `cache/models`).
+    Folder,
+}
+
+/// A temp file younger than this is never swept, even unlocked: its writer may be between
+/// creating and locking it.
+pub const STALE_AFTER: Duration = Duration::from_secs(10);
+
+/// Most folder entries one sweep looks at, so a huge folder costs a write little.
+pub const SWEEP_ENTRIES: usize = 10_000;
+
+/// Longest part of the target's name embedded in a temp name: the temp name stays within
+/// `NAME_MAX` (255 bytes) with the tag, 32 hex digits and the suffix.
+const NAME_PREFIX_BYTES: usize = 200;
+const TAG: &[u8] = b".magi-";
+const SUFFIX: &[u8] = b".tmp";
+const HEX: usize = 32;
+
+/// The temp-name head for a target named `name`: `.` and the name (cut to
+/// [`NAME_PREFIX_BYTES`]), so `.foo.rs.magi-<32 hex>.tmp` is recognisably the temp of `foo.rs`.
+fn head_for(name: &OsStr) -> Vec<u8> {
+    let b = name.as_bytes();
+    let mut head = Vec::with_capacity(NAME_PREFIX_BYTES + 1);
+    head.push(b'.');
+    head.extend_from_slice(&b[..b.len().min(NAME_PREFIX_BYTES)]);
+    head
+}
+
+/// The head of `name` when it is one of our temp names (`<head>.magi-<32 hex>.tmp`), else
+/// `None`. The head is empty for the older `.magi-<hex>.tmp` form.
+fn temp_head(name: &[u8]) -> Option<&[u8]> {
+    let rest = name.strip_suffix(SUFFIX)?;
+    let (rest, hex) = rest.split_at(rest.len().checked_sub(HEX)?);
+    if !hex.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    rest.strip_suffix(TAG)
+}
+
+/// Whether `name` is a temp file that `sweep` may remove when replacing a file named `target`.
+fn swept(name: &[u8], target: &OsStr, sweep: Sweep) -> bool {
+    match (temp_head(name), sweep) {
+        (Some(head), Sweep::Beside) => head == head_for(target).as_slice(),
+        (Some(head), Sweep::Folder) => head.is_empty() || (head.len() > 1 && head[0] == b'.'),
+        (None, _) => false,
+    }
+}
+
+/// Takes the exclusive lock on `file` without waiting; false when another holds it.
+fn try_lock(file: &File) -> bool {
+    file.try_lock().is_ok()
+}
+
+/// Removes `path` if it is a regular file older than [`STALE_AFTER`] that no live writer
+/// holds locked (a writer holds its temp file's lock until it has renamed it).
+fn remove_if_stale(path: &Path, now: SystemTime) {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    else {
+        return;
+    };
+    let old = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .and_then(|m| m.modified().ok().and_then(|t| now.duration_since(t).ok()));
+    if old.is_some_and(|age| age >= STALE_AFTER) && try_lock(&file) {
+        let _ = fs::remove_file(path);
+    }
+}
+
+/// Removes the stale temp files `sweep` names from `dir` (best effort: a failure to look or
+/// remove never fails the write).
+pub fn sweep_stale(dir: &Path, target: &OsStr, sweep: Sweep) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for entry in entries.take(SWEEP_ENTRIES).flatten() {
+        let name = entry.file_name();
+        if swept(name.as_bytes(), target, sweep) {
+            remove_if_stale(&entry.path(), now);
+        }
+    }
+}
+
+/// Replaces `path` atomically with `data`: first the stale temp files `sweep` names are
+/// removed, then a temp file in the same folder (never following a symlink, locked while it
+/// lives), fsync, rename over `path`, then an fsync of the folder. `mode` sets the file's
+/// permissions; `None` leaves a new file's default (`0o666` less the umask). `Ok(synced)`
+/// once renamed, where `synced` says whether the folder fsync succeeded too; on an error the
+/// temp file is removed and `path` is untouched.
+pub fn replace_atomically(
+    path: &Path,
+    data: &[u8],
+    mode: Option<u32>,
+    sweep: Sweep,
+) -> io::Result<bool> {
+    let dir = path.parent().ok_or(io::ErrorKind::InvalidInput)?;
+    let target = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
+    sweep_stale(dir, target, sweep);
+    let mut name = head_for(target);
+    name.extend_from_slice(TAG);
+    name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
+    name.extend_from_slice(SUFFIX);
+    let tmp = dir.join(OsStr::from_bytes(&name));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(if mode.is_some() { 0o600 } else { 0o666 })
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)?;
+    // A fresh file: nobody else can hold it. The lock tells a sweep that we are alive.
+    try_lock(&file);
+    let written = file
+        .write_all(data)
+        .and_then(|()| match mode {
+            Some(m) => file.set_permissions(Permissions::from_mode(m)),
+            None => Ok(()),
+        })
+        .and_then(|()| file.sync_all())
+        .and_then(|()| fs::rename(&tmp, path));
+    drop(file);
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(sync_dir(dir).is_ok())
+}
+
+#[cfg(test)]
+mod tests;
