@@ -44,9 +44,14 @@ pub fn run_turn(
         });
     };
     let (selection, turns, history) = {
-        let st = ctx.state();
-        match &st.attachment {
+        let mut guard = ctx.state();
+        let st = &mut *guard;
+        match st.attachment.as_mut() {
             Some(a) if a.id.as_str() == session_id => {
+                // A failed append dropped the state: read it back from the file first.
+                if let Err(code) = session::recover(&ctx.rt, a, ctx.cancel) {
+                    return reject(code);
+                }
                 let selection = st.selection.clone();
                 // The scripted provider never reads the conversation: copy it only for a real
                 // one, so an echo turn's cost does not grow with the session.

@@ -194,15 +194,10 @@ pub fn create_history(
     let mut n = 1u64;
     loop {
         let id = subagent_id(parent, n).ok_or(HistoryError::IdTooLong)?;
-        match Appender::create(&sessions.subagent_path(&id)) {
-            Ok(mut appender) => {
-                let mut meta = Record::now(id.as_str(), Body::SessionMeta {});
-                meta.cwd = Some(cwd.to_owned());
-                appender
-                    .append(std::slice::from_ref(&meta))
-                    .map_err(|_| HistoryError::Store)?;
-                return Ok((id, appender));
-            }
+        let mut meta = Record::now(id.as_str(), Body::SessionMeta {});
+        meta.cwd = Some(cwd.to_owned());
+        match Appender::create(&sessions.subagent_path(&id), std::slice::from_ref(&meta)) {
+            Ok(appender) => return Ok((id, appender)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n += 1,
             Err(_) => return Err(HistoryError::Store),
         }

@@ -77,11 +77,11 @@ fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, 
     if !a.durable {
         let lease = Lease::acquire(&sessions, &a.id, LeaseKind::Writer)
             .map_err(|_| ErrorCode::PersistenceFailed)?;
-        let mut appender = Appender::create(&path).map_err(|_| ErrorCode::PersistenceFailed)?;
         let mut meta = Record::now(a.id.as_str(), Body::SessionMeta {});
         meta.cwd = Some(rt.cwd.to_string_lossy().into_owned());
-        appender
-            .append(std::slice::from_ref(&meta))
+        // The file appears only with its whole `session_meta` line: a failure (ENOSPC) leaves
+        // no name, so this ID stays lazy and a later append can still create it.
+        let appender = Appender::create(&path, std::slice::from_ref(&meta))
             .map_err(|_| ErrorCode::PersistenceFailed)?;
         a.writer = Some(lease);
         a.appender = Some(appender);
@@ -127,6 +127,23 @@ fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, 
             Ok(false)
         }
     }
+}
+
+/// Before a turn: re-derives the state a failed append dropped from the file
+/// (`decisions.md` 23). A torn tail is ignored by the read and cut before the next append, and
+/// a turn left open there is closed as interrupted, so the session goes on instead of
+/// answering `session_invalid` until it is reopened.
+pub fn recover(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<(), ErrorCode> {
+    if a.history.is_some() || !a.durable {
+        return Ok(());
+    }
+    rebuild(rt, a, cancel)?;
+    if let Some(h) = a.history.as_mut() {
+        h.close_open_turn();
+    }
+    // What the file holds now differs from any revision handed out before the failure.
+    a.snapshot.stale = true;
+    Ok(())
 }
 
 /// Rebuilds the attachment's derived state and snapshot projection from the file.

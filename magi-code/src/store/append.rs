@@ -1,6 +1,7 @@
 //! Durable writes: the append-only history appender and folder fsync.
 
 use super::held::Identity;
+use super::replace::{create_atomically, Sweep};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -9,6 +10,16 @@ use std::path::Path;
 /// Fsyncs a folder so a new entry in it is durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// `records` as JSON lines, each ended by LF.
+fn lines<T: serde::Serialize>(records: &[T]) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    for r in records {
+        serde_json::to_writer(&mut buf, r).map_err(io::Error::other)?;
+        buf.push(b'\n');
+    }
+    Ok(buf)
 }
 
 /// An append-only history file held open by its owner.
@@ -20,19 +31,16 @@ pub struct Appender {
 }
 
 impl Appender {
-    /// Creates a new history file (it must not exist) and makes the entry durable.
-    pub fn create(path: &Path) -> io::Result<Self> {
+    /// Creates a new history file holding `first` (it must not exist: `AlreadyExists`) and
+    /// makes it durable. The name appears only with those whole lines: a failed or killed
+    /// create never leaves an empty or torn history (`decisions.md` 23).
+    pub fn create<T: serde::Serialize>(path: &Path, first: &[T]) -> io::Result<Self> {
+        create_atomically(path, &lines(first)?, 0o600, Sweep::Folder)?;
         let file = OpenOptions::new()
             .read(true)
             .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(path)?;
-        file.sync_all()?;
-        if let Some(dir) = path.parent() {
-            sync_dir(dir)?;
-        }
         Ok(Self {
             file,
             check_tail: false,
@@ -99,11 +107,7 @@ impl Appender {
             self.cut_torn_tail()?;
             self.check_tail = false;
         }
-        let mut buf = Vec::new();
-        for r in records {
-            serde_json::to_writer(&mut buf, r).map_err(io::Error::other)?;
-            buf.push(b'\n');
-        }
+        let buf = lines(records)?;
         let res = self
             .file
             .write_all(&buf)
@@ -141,9 +145,16 @@ mod tests {
         a.append(&[serde_json::json!({"c":3})]).unwrap();
         assert_eq!(fs::read(&f).unwrap(), b"{\"a\":1}\n{\"c\":3}\n");
         let g = d.path().join("n.jsonl");
-        let mut a = Appender::create(&g).unwrap();
-        assert!(Appender::create(&g).is_err());
+        let mut a = Appender::create(&g, &[serde_json::json!({"m":0})]).unwrap();
+        let again = Appender::create(&g, &[serde_json::json!({"m":1})]).unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
         a.append(&[serde_json::json!({"x":1})]).unwrap();
-        assert_eq!(fs::read(&g).unwrap(), b"{\"x\":1}\n");
+        assert_eq!(fs::read(&g).unwrap(), b"{\"m\":0}\n{\"x\":1}\n");
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp file is left: {names:?}");
     }
 }

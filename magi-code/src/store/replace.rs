@@ -7,7 +7,7 @@ use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// Which stale temp files a replacement removes from its folder before it writes.
@@ -103,20 +103,16 @@ pub fn sweep_stale(dir: &Path, target: &OsStr, sweep: Sweep) {
     }
 }
 
-/// Replaces `path` atomically with `data`: first the stale temp files `sweep` names are
-/// removed, then a temp file in the same folder (never following a symlink, locked while it
-/// lives), fsync, rename over `path`, then an fsync of the folder. `mode` sets the file's
-/// permissions; `None` leaves a new file's default (`0o666` less the umask). `Ok(synced)`
-/// once renamed, where `synced` says whether the folder fsync succeeded too; on an error the
-/// temp file is removed and `path` is untouched.
-pub fn replace_atomically(
-    path: &Path,
+/// Writes `data` to a new temp file beside `target` in `dir`, after sweeping the stale temp
+/// files `sweep` names: created without following a symlink, locked while it lives, at `mode`
+/// (`None`: `0o666` less the umask), fsync'd. On an error it is removed again.
+fn write_temp(
+    dir: &Path,
+    target: &OsStr,
     data: &[u8],
     mode: Option<u32>,
     sweep: Sweep,
-) -> io::Result<bool> {
-    let dir = path.parent().ok_or(io::ErrorKind::InvalidInput)?;
-    let target = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
+) -> io::Result<(PathBuf, File)> {
     sweep_stale(dir, target, sweep);
     let mut name = head_for(target);
     name.extend_from_slice(TAG);
@@ -137,14 +133,64 @@ pub fn replace_atomically(
             Some(m) => file.set_permissions(Permissions::from_mode(m)),
             None => Ok(()),
         })
-        .and_then(|()| file.sync_all())
-        .and_then(|()| fs::rename(&tmp, path));
+        .and_then(|()| file.sync_all());
+    match written {
+        Ok(()) => Ok((tmp, file)),
+        Err(e) => {
+            drop(file);
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// The folder and the file name of `path`.
+fn split(path: &Path) -> io::Result<(&Path, &OsStr)> {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir, name)),
+        _ => Err(io::ErrorKind::InvalidInput.into()),
+    }
+}
+
+/// Replaces `path` atomically with `data`: first the stale temp files `sweep` names are
+/// removed, then a temp file in the same folder (never following a symlink, locked while it
+/// lives), fsync, rename over `path`, then an fsync of the folder. `mode` sets the file's
+/// permissions; `None` leaves a new file's default (`0o666` less the umask). `Ok(synced)`
+/// once renamed, where `synced` says whether the folder fsync succeeded too; on an error the
+/// temp file is removed and `path` is untouched.
+pub fn replace_atomically(
+    path: &Path,
+    data: &[u8],
+    mode: Option<u32>,
+    sweep: Sweep,
+) -> io::Result<bool> {
+    let (dir, target) = split(path)?;
+    let (tmp, file) = write_temp(dir, target, data, mode, sweep)?;
+    let renamed = fs::rename(&tmp, path);
     drop(file);
-    if let Err(e) = written {
+    if let Err(e) = renamed {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
     Ok(sync_dir(dir).is_ok())
+}
+
+/// Creates `path` holding `data` at `mode`, only if no name is there (`AlreadyExists`), so
+/// that the name never shows less than the whole content: a temp file as for
+/// [`replace_atomically`], a hard link to `path`, then a folder fsync. On any error nothing
+/// is left at `path` by this call (a failed folder fsync removes the new name again).
+pub fn create_atomically(path: &Path, data: &[u8], mode: u32, sweep: Sweep) -> io::Result<()> {
+    let (dir, target) = split(path)?;
+    let (tmp, file) = write_temp(dir, target, data, Some(mode), sweep)?;
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    drop(file);
+    linked?;
+    if let Err(e) = sync_dir(dir) {
+        let _ = fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

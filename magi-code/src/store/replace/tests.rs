@@ -146,3 +146,24 @@ fn only_stale_unlocked_leftovers_of_ours_are_swept() {
         ]
     );
 }
+
+#[test]
+fn a_create_never_replaces_and_leaves_only_the_whole_file() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("s.jsonl");
+    create_atomically(&f, b"{\"m\":1}\n", 0o600, Sweep::Folder).unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"{\"m\":1}\n");
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+        0o600
+    );
+    let e = create_atomically(&f, b"other\n", 0o600, Sweep::Folder).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+    assert_eq!(fs::read(&f).unwrap(), b"{\"m\":1}\n");
+    // A symlink at the name is not followed: the link stays, nothing is written through it.
+    let l = d.path().join("l.jsonl");
+    std::os::unix::fs::symlink(d.path().join("elsewhere"), &l).unwrap();
+    assert!(create_atomically(&l, b"x\n", 0o600, Sweep::Folder).is_err());
+    assert!(!d.path().join("elsewhere").exists());
+    assert_eq!(names(d.path()), ["l.jsonl", "s.jsonl"]);
+}

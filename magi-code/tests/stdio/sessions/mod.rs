@@ -10,6 +10,7 @@
 
 mod create_open;
 mod discover;
+mod full_disk;
 mod history_page;
 mod list;
 mod ownership;
