@@ -8,6 +8,7 @@ pub mod client;
 pub mod client_calls;
 pub mod client_tool;
 pub mod compaction;
+pub mod content;
 pub mod context;
 pub mod emit;
 pub mod hooks;

@@ -2,6 +2,7 @@
 //! once finished.
 
 use super::emit::RunOutput;
+use crate::history::room::Entry;
 use crate::history::{Body, Record};
 use crate::util::text::live_chunks;
 use protocol_core::limits::LIVE_CHUNK_BYTES;
@@ -20,6 +21,8 @@ pub struct Segment {
     pub part: usize,
     /// Delta text not yet sent: the channel had no room. It rides with the next delta.
     pending: String,
+    /// What its text has taken of the session's projection room.
+    pub charged: Entry,
 }
 
 impl Segment {
@@ -31,6 +34,7 @@ impl Segment {
             text: String::new(),
             part: 0,
             pending: String::new(),
+            charged: Entry::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! tool, then the durable terminal records.
 
 use super::compaction::{self, Compacted, Compactor};
+use super::content::{Content, CALLS_STOPPED, REPLY_STOPPED};
 use super::emit::RunOutput;
 use super::outcome::{Finished, Persistence, RunOutcome};
 use super::repeats::{Repeats, REPEATED};
@@ -16,7 +17,7 @@ use crate::session;
 use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::redact::sanitize_text;
-use protocol_core::limits::{RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS};
+use protocol_core::limits::RUN_ACTIVITIES;
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -64,8 +65,7 @@ struct Sink<'o, 'a> {
     seg: &'o mut Segment,
     records: &'o mut Vec<Record>,
     step: &'o mut StepOut,
-    content: &'o mut usize,
-    segments: &'o mut usize,
+    content: &'o mut Content,
     provider: &'o str,
 }
 
@@ -78,21 +78,21 @@ impl StepSink for Sink<'_, '_> {
                 if t.is_empty() {
                     return true;
                 }
-                if *self.content + t.len() > RUN_CONTENT_BYTES
-                    || (self.seg.text.is_empty() && *self.segments >= RUN_CONTENT_SEGMENTS)
-                {
+                // The run keeps what fits its bounds; the rest ends it (`content_limit`).
+                let n = self.content.take_text(self.seg, &t);
+                if n > 0 {
+                    if self.seg.text.is_empty() {
+                        self.step.text_at = Some(self.step.items.len());
+                        self.step.items.push(Item::Assistant {
+                            text: String::new(),
+                        });
+                    }
+                    self.seg.push(self.out, &t[..n]);
+                }
+                if n < t.len() {
                     self.step.over = true;
                     return false;
                 }
-                if self.seg.text.is_empty() {
-                    *self.segments += 1;
-                    self.step.text_at = Some(self.step.items.len());
-                    self.step.items.push(Item::Assistant {
-                        text: String::new(),
-                    });
-                }
-                *self.content += t.len();
-                self.seg.push(self.out, &t);
             }
             ModelEvent::ToolCall {
                 call_id,
@@ -107,9 +107,14 @@ impl StepSink for Sink<'_, '_> {
                 self.step.calls.push((call_id, name, input));
             }
             ModelEvent::ReasoningSummary { id, text } => {
+                let text = sanitize_text(&text);
+                if !self.content.take_summary(&text) {
+                    self.step.over = true;
+                    return false;
+                }
                 self.records.push(self.out.record(Body::ReasoningSummary {
                     run_id,
-                    text: sanitize_text(&text),
+                    text,
                     item_id: Some(id),
                     provider_summary: Some(true),
                 }));
@@ -204,8 +209,7 @@ pub fn execute(
         text: prompt.to_owned(),
     });
     let mut records: Vec<Record> = Vec::new();
-    let mut content = 0usize;
-    let mut segments = 0usize;
+    let mut content = Content::start(out);
     let mut degraded = false;
     let mut end = End::Failed(ErrorCode::ExecutionFailed);
     let mut steps = 0u32;
@@ -226,6 +230,8 @@ pub fn execute(
             end = End::Cancelled;
             break;
         }
+        // Every earlier record of the run is appended by now: measure what is left exactly.
+        content.refresh(out);
         let mut seg = Segment::new();
         let mut step = StepOut::default();
         let req = ModelRequest {
@@ -245,7 +251,6 @@ pub fn execute(
                 records: &mut records,
                 step: &mut step,
                 content: &mut content,
-                segments: &mut segments,
                 provider: p.provider,
             };
             client.step(&req, cancel, &mut sink)
@@ -274,7 +279,10 @@ pub fn execute(
         }
         let stopped = match result {
             _ if out.output_lost => Some(End::Failed(ErrorCode::OutputUnavailable)),
-            _ if step.over => Some(End::Failed(ErrorCode::ContentLimit)),
+            _ if step.over => {
+                out.diagnostic("content_limit", REPLY_STOPPED);
+                Some(End::Failed(ErrorCode::ContentLimit))
+            }
             Err(StepFailure::Cancelled) => Some(End::Cancelled),
             _ if cancel.is_cancelled() => Some(End::Cancelled),
             Err(f) => {
@@ -291,6 +299,13 @@ pub fn execute(
                 text: seg.text.clone(),
             };
         }
+        // Calls whose entries would not fit what the history can show do not run.
+        let stopped = stopped.or_else(|| {
+            (!content.calls_fit(&step.calls, out.ctx.rt.tool_cards)).then(|| {
+                out.diagnostic("content_limit", CALLS_STOPPED);
+                End::Failed(ErrorCode::ContentLimit)
+            })
+        });
         if let Some(e) = stopped {
             let partial = !matches!(e, End::Completed);
             close_segment(out, &mut seg, partial, &mut records);
@@ -300,11 +315,16 @@ pub fn execute(
         // Tool calls separate assistant segments: reconcile the text so far first.
         close_segment(out, &mut seg, false, &mut records);
         let results = run_calls(out, &step.calls, &mut repeats, &mut records);
+        content.charge(&records);
         items.append(&mut step.items);
         items.extend(results);
         if out.activities_full {
             // The bound is reached: the calls past it were answered with an error; the run
             // ends here rather than letting the model go on without tools.
+            out.diagnostic(
+                "content_limit",
+                &format!("the turn reached its bound of {RUN_ACTIVITIES} tool activities"),
+            );
             end = End::Failed(ErrorCode::ContentLimit);
             break;
         }

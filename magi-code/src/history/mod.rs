@@ -5,6 +5,7 @@ pub mod compact;
 pub mod projection;
 pub mod record;
 pub mod replay;
+pub mod room;
 
 pub use projection::{chunk, Projection, Projector};
 pub use record::{ActivityKind, ActivityState, Body, HistoryError, Record, RunOutcome};

@@ -481,6 +481,12 @@ pub struct Projection {
 }
 
 impl Projection {
+    /// Serialized bytes, one LF per entry part included (what the snapshot bound counts).
+    #[must_use]
+    pub const fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// The complete projection of a history with nothing in it.
     #[must_use]
     pub fn empty() -> Self {

@@ -3,6 +3,7 @@
 
 use super::load::load;
 use super::state::Attachment;
+use crate::history::room::Room;
 use crate::history::{Body, Record};
 use crate::runtime::Runtime;
 use crate::store::{Appender, Lease, LeaseKind, Sessions};
@@ -126,6 +127,21 @@ fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, 
             let _ = rebuild(rt, a, &Cancel::default());
             Ok(false)
         }
+    }
+}
+
+/// What a run may still add to the attachment's projection so that a reopen can project it,
+/// the projection first brought up to date with what was appended (the snapshot is stale
+/// then: no handed-out revision pages it). No room when it is already past its bound.
+pub fn room(a: &mut Attachment) -> Room {
+    let past = a
+        .history
+        .as_mut()
+        .is_some_and(|h| h.emit(&mut a.snapshot.projection).is_err());
+    if past {
+        Room::none()
+    } else {
+        Room::left_by(&a.snapshot.projection)
     }
 }
 

@@ -12,6 +12,7 @@ mod catalog;
 mod chat_cli;
 mod client_tools;
 mod compaction;
+mod content_limit;
 mod effort;
 mod grep;
 mod guide;

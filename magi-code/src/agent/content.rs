@@ -1,0 +1,126 @@
+//! The bounds on what one run stores: 8 MiB of assistant text and 512 segments
+//! (`local-agent-protocol.md`), and the room its session's projection has left, so that a
+//! reopen can always project the history the run leaves (`history_snapshot_bytes`). Past
+//! either the run ends `content_limit`, its reply kept up to the bound and marked partial.
+
+use super::emit::RunOutput;
+use super::segment::Segment;
+use crate::history::room::{escaped_len, Room, PART_OVERHEAD};
+use crate::history::{Body, Record};
+use crate::session;
+use protocol_core::limits::{CARD_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS, SUMMARY_BYTES};
+use serde_json::Value;
+
+/// Longest activity line besides its summary: the tool name (MCP names included), the state
+/// and the separator.
+const ACTIVITY_LINE_BYTES: usize = 512;
+
+/// What the run has stored of its bounds so far.
+pub struct Content {
+    /// Assistant text bytes.
+    bytes: usize,
+    /// Assistant segments.
+    segments: usize,
+    /// What the session's projection can still take.
+    room: Room,
+}
+
+/// The fixed summary of the `content_limit` diagnostic for a reply stopped at the bound.
+pub const REPLY_STOPPED: &str =
+    "the reply reached the bound of what a run stores (8 MiB of text, 512 segments, \
+     or what the session's history can show); it is kept up to there, marked partial";
+/// The fixed summary when a step's tool calls would not fit what the history can show.
+pub const CALLS_STOPPED: &str =
+    "the turn reached the bound of what the session's history can show; its last tool calls did not run";
+
+/// The room the session's projection leaves now; a subagent's history is never projected.
+fn room_now(out: &RunOutput<'_>) -> Room {
+    if out.subagent.is_some() {
+        return Room::unbounded();
+    }
+    let mut st = out.ctx.state();
+    st.attachment
+        .as_mut()
+        .map_or_else(Room::none, session::room)
+}
+
+impl Content {
+    /// The bounds of a run starting now.
+    #[must_use]
+    pub fn start(out: &RunOutput<'_>) -> Self {
+        Self {
+            bytes: 0,
+            segments: 0,
+            room: room_now(out),
+        }
+    }
+
+    /// Measures the room again from what the run appended so far (its earlier steps, a
+    /// compaction), exactly: call it where nothing of the run is pending, before a step.
+    pub fn refresh(&mut self, out: &RunOutput<'_>) {
+        self.room = room_now(out);
+    }
+
+    /// The length of the longest prefix of delta `t` that `seg` may keep (whole characters);
+    /// less than `t.len()` means the bound is reached.
+    pub fn take_text(&mut self, seg: &mut Segment, t: &str) -> usize {
+        if seg.text.is_empty() && self.segments >= RUN_CONTENT_SEGMENTS {
+            return 0;
+        }
+        let mut n = t.len().min(RUN_CONTENT_BYTES - self.bytes);
+        while !t.is_char_boundary(n) {
+            n -= 1;
+        }
+        let n = self.room.take(&mut seg.charged, &t[..n]);
+        if n > 0 && seg.text.is_empty() {
+            self.segments += 1;
+        }
+        self.bytes += n;
+        n
+    }
+
+    /// Whether a whole reasoning summary of `text` fits (then it is charged).
+    pub fn take_summary(&mut self, text: &str) -> bool {
+        self.room.entry(text.chars().map(escaped_len).sum(), 0)
+    }
+
+    /// Whether the entries `calls` may add fit, at their largest: an activity line with its
+    /// bounded summary, and a card when `cards` were negotiated.
+    #[must_use]
+    pub fn calls_fit(&self, calls: &[(String, String, Value)], cards: bool) -> bool {
+        let mut room = self.room;
+        let card = if cards {
+            2 * CARD_BYTES + PART_OVERHEAD
+        } else {
+            0
+        };
+        calls
+            .iter()
+            .all(|_| room.entry(2 * (ACTIVITY_LINE_BYTES + SUMMARY_BYTES), card))
+    }
+
+    /// Charges the activity and card entries among a step's `records`, as projected.
+    pub fn charge(&mut self, records: &[Record]) {
+        for r in records {
+            match &r.body {
+                Body::Activity {
+                    state,
+                    name,
+                    summary,
+                    ..
+                } => {
+                    let line = format!(
+                        "{name}: {} — {}",
+                        state.as_str(),
+                        summary.as_deref().unwrap_or("")
+                    );
+                    let _ = self.room.entry(line.chars().map(escaped_len).sum(), 0);
+                }
+                Body::ToolCard { card, .. } => {
+                    let _ = self.room.entry(0, 2 * card.to_string().len());
+                }
+                _ => {}
+            }
+        }
+    }
+}
