@@ -185,12 +185,34 @@ pub fn create_atomically(path: &Path, data: &[u8], mode: u32, sweep: Sweep) -> i
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
     drop(file);
-    linked?;
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+        // A file system without hard links: create in place, removed again on a failure.
+        Err(_) => create_in_place(path, data, mode)?,
+    }
     if let Err(e) = sync_dir(dir) {
         let _ = fs::remove_file(path);
         return Err(e);
     }
     Ok(())
+}
+
+/// [`create_atomically`] where hard links fail: `O_EXCL`, write, fsync; a failed write removes
+/// the file (only a kill part way can leave less than `data`).
+fn create_in_place(path: &Path, data: &[u8], mode: u32) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    let written = file.write_all(data).and_then(|()| file.sync_all());
+    if written.is_err() {
+        drop(file);
+        let _ = fs::remove_file(path);
+    }
+    written
 }
 
 #[cfg(test)]

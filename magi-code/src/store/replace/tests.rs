@@ -167,3 +167,16 @@ fn a_create_never_replaces_and_leaves_only_the_whole_file() {
     assert!(!d.path().join("elsewhere").exists());
     assert_eq!(names(d.path()), ["l.jsonl", "s.jsonl"]);
 }
+
+#[test]
+fn without_hard_links_a_create_writes_in_place() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("s.jsonl");
+    create_in_place(&f, b"{}\n", 0o600).unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"{}\n");
+    assert_eq!(
+        create_in_place(&f, b"x\n", 0o600).unwrap_err().kind(),
+        io::ErrorKind::AlreadyExists
+    );
+    assert_eq!(fs::read(&f).unwrap(), b"{}\n");
+}
