@@ -130,14 +130,15 @@ fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, 
     }
 }
 
-/// What a run may still add to the attachment's projection so that a reopen can project it,
-/// the projection first brought up to date with what was appended (the snapshot is stale
-/// then: no handed-out revision pages it). No room when it is already past its bound.
+/// What a run may still add to the attachment's projection so that a reopen can project it.
+/// A stale snapshot (appended to since its revision was handed out, so no revision pages it)
+/// is first brought up to date with what was appended; a current one already is. No room
+/// when the projection is already past its bound.
 pub fn room(a: &mut Attachment) -> Room {
-    let past = a
-        .history
-        .as_mut()
-        .is_some_and(|h| h.emit(&mut a.snapshot.projection).is_err());
+    let past = a.snapshot.stale
+        && a.history
+            .as_mut()
+            .is_some_and(|h| h.emit(&mut a.snapshot.projection).is_err());
     if past {
         Room::none()
     } else {
