@@ -246,4 +246,60 @@ mod tests {
             ErrorCode::StaleRevision
         );
     }
+
+    #[test]
+    fn a_dropped_state_is_recovered_from_the_file_and_the_torn_tail_cut() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sessions")).unwrap();
+        let rt = Runtime::for_tests(d.path(), d.path());
+        let mut st = SessionState::default();
+        let sid = create(&rt, &mut st).unwrap().0["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let a = st.attachment.as_mut().unwrap();
+        let input = |run: &str| {
+            Record::now(
+                &sid,
+                Body::UserInput {
+                    run_id: run.into(),
+                    message_id: None,
+                    text: format!("in {run}"),
+                },
+            )
+        };
+        append(&rt, a, &[input("r1")]).unwrap();
+        assert_eq!(a.turns, 1);
+        // What a failed append leaves: a torn line, and no derived state.
+        let path = Sessions::new(&rt.root).history_path(&a.id);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"type\":\"user_in")
+            .unwrap();
+        a.history = None;
+        assert_eq!(a.replay().unwrap_err(), ErrorCode::SessionInvalid);
+        recover(&rt, a, &Cancel::default()).unwrap();
+        assert!(a.replay().is_ok());
+        assert_eq!(a.turns, 1, "the stored turn, not the fragment");
+        assert!(a.snapshot.stale);
+        // The appender cuts the fragment (it is told to check after a failed write).
+        a.appender = Some(Appender::open(&path).unwrap());
+        append(&rt, a, &[input("r2")]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 3);
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        for line in bytes[..bytes.len() - 1].split(|b| *b == b'\n') {
+            serde_json::from_slice::<serde_json::Value>(line).expect("a whole record");
+        }
+        assert_eq!(a.turns, 2);
+        // A lazy handle has nothing to recover.
+        create(&rt, &mut st).unwrap();
+        let a = st.attachment.as_mut().unwrap();
+        a.history = None;
+        recover(&rt, a, &Cancel::default()).unwrap();
+        assert!(a.history.is_none());
+    }
 }
