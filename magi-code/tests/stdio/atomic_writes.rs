@@ -68,6 +68,7 @@ fn write_file_killed_at_any_point_leaves_the_old_or_the_new_content() {
     eprintln!("write_file kills: {olds} old, {news} new");
     assert_eq!(olds + news, 60);
     // Whatever the kills left, a later write sweeps once stale, and leaves no temp of its own.
+    eprintln!("leftovers {}", temps(&env.cwd).len());
     for t in temps(&env.cwd) {
         backdate(&env.cwd.join(t));
     }
