@@ -74,17 +74,17 @@ impl StepSink for Sink<'_, '_> {
         let run_id = self.out.run_id.clone();
         match ev {
             ModelEvent::TextDelta(t) => {
-                let t = sanitize_text(&t);
-                if t.is_empty() {
+                // Control characters alone show nothing (redaction drops them).
+                if t.chars().all(|c| c.is_control() && c != '\n' && c != '\t') {
                     return true;
                 }
                 if *self.content + t.len() > RUN_CONTENT_BYTES
-                    || (self.seg.text.is_empty() && *self.segments >= RUN_CONTENT_SEGMENTS)
+                    || (self.seg.is_empty() && *self.segments >= RUN_CONTENT_SEGMENTS)
                 {
                     self.step.over = true;
                     return false;
                 }
-                if self.seg.text.is_empty() {
+                if self.seg.is_empty() {
                     *self.segments += 1;
                     self.step.text_at = Some(self.step.items.len());
                     self.step.items.push(Item::Assistant {
@@ -263,7 +263,7 @@ pub fn execute(
             && !retried
             && records.is_empty()
             && step.items.is_empty()
-            && seg.text.is_empty()
+            && seg.is_empty()
             && !cancel.is_cancelled()
         {
             retried = true;
@@ -286,6 +286,8 @@ pub fn execute(
             Ok(()) if step.calls.is_empty() => Some(End::Completed),
             Ok(()) => None,
         };
+        // The step's text is complete: the redactor's held-back tail is judged now.
+        seg.end(out);
         if let (Some(i), false) = (step.text_at, seg.text.is_empty()) {
             step.items[i] = Item::Assistant {
                 text: seg.text.clone(),
