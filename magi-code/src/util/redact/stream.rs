@@ -414,36 +414,125 @@ fn judge(tok: &str, armed: bool, out: &mut String) -> bool {
         return false;
     }
     redact_jwts(tok, out);
+    arms(tok)
+}
+
+/// Whether some continuation of the token `buf` could make it a credential of rule (b): until
+/// it cannot, the token is held whole.
+fn may_be_credential(buf: &str) -> bool {
+    fn upper(b: u8) -> bool {
+        b.is_ascii_uppercase() || b.is_ascii_digit()
+    }
+    let rest = buf.trim_start_matches(strip_char);
+    if rest.is_empty() {
+        return true;
+    }
+    let rules = PREFIXES
+        .iter()
+        .map(|p| (*p, cred_char as fn(u8) -> bool, usize::MAX))
+        .chain([
+            ("AKIA", upper as fn(u8) -> bool, 16),
+            ("ASIA", upper, 16),
+            ("AIza", cred_char, 35),
+        ]);
+    for (p, class, max) in rules {
+        if rest.len() < p.len() {
+            if p.starts_with(rest) {
+                return true;
+            }
+            continue;
+        }
+        if let Some(y) = rest.strip_prefix(p) {
+            let n = y.bytes().take_while(|b| class(*b)).count();
+            if n <= max && y[n..].chars().all(strip_char) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether a whole token arms rule (c) for the next one.
+fn arms(tok: &str) -> bool {
+    let core = split_punct(tok).1;
     core.eq_ignore_ascii_case("bearer") || core.eq_ignore_ascii_case("basic")
 }
 
-/// A token over [`TOKEN_BYTES`]: after `Bearer` everything to the next white space is
-/// swallowed; else only JWT runs are judged, one run held at a time.
-#[derive(Debug)]
-enum Long {
+/// How the current token is taken.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Held whole: it follows `Bearer`, or it may still become a credential.
+    #[default]
+    Held,
+    /// Shown as it comes, JWT runs aside; `long` once it passed [`TOKEN_BYTES`] (it then
+    /// arms nothing).
+    Streaming { long: bool },
+    /// The rest of a token over [`TOKEN_BYTES`] after `Bearer`: redacted.
     Swallow,
-    Runs {
-        /// The current run, held while it may be a JWT.
-        run: String,
-        in_run: bool,
-        candidate: bool,
-    },
+}
+
+/// The current run of [`run_char`] of a streaming token, held while it may be a JWT.
+#[derive(Debug, Default)]
+struct Run {
+    text: String,
+    in_run: bool,
+    candidate: bool,
+}
+
+impl Run {
+    fn push(&mut self, c: char, out: &mut String) {
+        if !run_char(c) {
+            self.end(out);
+            out.push(c);
+            return;
+        }
+        if !self.in_run {
+            self.in_run = true;
+            self.candidate = true;
+        }
+        if !self.candidate {
+            out.push(c);
+            return;
+        }
+        self.text.push(c);
+        let t = self.text.trim_start_matches('.');
+        let may_be = if t.len() < 3 {
+            "eyJ".starts_with(t)
+        } else {
+            t.starts_with("eyJ")
+        };
+        if !may_be || self.text.len() > TOKEN_BYTES {
+            out.push_str(&self.text);
+            self.text.clear();
+            self.candidate = false;
+        }
+    }
+
+    fn end(&mut self, out: &mut String) {
+        if self.in_run && self.candidate {
+            judge_run(&self.text, out);
+        }
+        self.text.clear();
+        self.in_run = false;
+        self.candidate = false;
+    }
 }
 
 #[derive(Debug, Default)]
 struct Tokens {
+    /// The current token, at most [`TOKEN_BYTES`] (for judging it, or whether it arms).
     buf: String,
     armed: bool,
-    long: Option<Long>,
+    mode: Mode,
+    run: Run,
 }
 
 impl Tokens {
     fn held(&self) -> usize {
-        self.buf.len()
-            + match &self.long {
-                Some(Long::Runs { run, .. }) => run.len(),
-                _ => 0,
-            }
+        match self.mode {
+            Mode::Held => self.buf.len(),
+            _ => self.run.text.len(),
+        }
     }
 
     fn feed(&mut self, s: &str) -> String {
@@ -454,15 +543,29 @@ impl Tokens {
                 out.push(c);
                 continue;
             }
-            match &mut self.long {
-                None => {
+            match self.mode {
+                Mode::Held => {
                     self.buf.push(c);
                     if self.buf.len() > TOKEN_BYTES {
                         self.go_long(&mut out);
+                    } else if !self.armed && !may_be_credential(&self.buf) {
+                        self.mode = Mode::Streaming { long: false };
+                        for c in self.buf.chars() {
+                            self.run.push(c, &mut out);
+                        }
                     }
                 }
-                Some(Long::Swallow) => {}
-                Some(Long::Runs { .. }) => self.run_push(c, &mut out),
+                Mode::Streaming { long } => {
+                    if !long {
+                        self.buf.push(c);
+                        if self.buf.len() > TOKEN_BYTES {
+                            self.buf.clear();
+                            self.mode = Mode::Streaming { long: true };
+                        }
+                    }
+                    self.run.push(c, &mut out);
+                }
+                Mode::Swallow => {}
             }
         }
         out
@@ -476,82 +579,34 @@ impl Tokens {
     }
 
     fn end_token(&mut self, out: &mut String) {
-        match self.long.take() {
-            None => {
+        match std::mem::take(&mut self.mode) {
+            Mode::Held => {
                 if !self.buf.is_empty() {
                     self.armed = judge(&self.buf, self.armed, out);
-                    self.buf.clear();
                 }
             }
-            Some(Long::Swallow) => self.armed = false,
-            Some(Long::Runs {
-                run,
-                in_run,
-                candidate,
-            }) => {
-                if in_run && candidate {
-                    judge_run(&run, out);
-                }
-                self.armed = false;
+            Mode::Streaming { long } => {
+                self.run.end(out);
+                self.armed = !long && arms(&self.buf);
             }
+            Mode::Swallow => self.armed = false,
         }
+        self.buf.clear();
     }
 
+    /// A held token passed [`TOKEN_BYTES`]: no credential token; after `Bearer` its rest is
+    /// redacted, else it streams.
     fn go_long(&mut self, out: &mut String) {
         let buf = std::mem::take(&mut self.buf);
         if self.armed {
             out.push_str(split_punct(&buf).0);
             out.push_str(REDACTED);
-            self.long = Some(Long::Swallow);
+            self.mode = Mode::Swallow;
             return;
         }
-        self.long = Some(Long::Runs {
-            run: String::new(),
-            in_run: false,
-            candidate: false,
-        });
+        self.mode = Mode::Streaming { long: true };
         for c in buf.chars() {
-            self.run_push(c, out);
-        }
-    }
-
-    fn run_push(&mut self, c: char, out: &mut String) {
-        let Some(Long::Runs {
-            run,
-            in_run,
-            candidate,
-        }) = &mut self.long
-        else {
-            return;
-        };
-        if !run_char(c) {
-            if *in_run && *candidate {
-                judge_run(run, out);
-            }
-            run.clear();
-            *in_run = false;
-            out.push(c);
-            return;
-        }
-        if !*in_run {
-            *in_run = true;
-            *candidate = true;
-        }
-        if !*candidate {
-            out.push(c);
-            return;
-        }
-        run.push(c);
-        let t = run.trim_start_matches('.');
-        let may_be = if t.len() < 3 {
-            "eyJ".starts_with(t)
-        } else {
-            t.starts_with("eyJ")
-        };
-        if !may_be || run.len() > TOKEN_BYTES {
-            out.push_str(run);
-            run.clear();
-            *candidate = false;
+            self.run.push(c, out);
         }
     }
 }

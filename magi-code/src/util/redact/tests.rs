@@ -188,6 +188,31 @@ fn a_key_split_over_seven_byte_deltas_never_leaks() {
 }
 
 #[test]
+fn only_what_may_still_become_a_secret_is_held() {
+    let mut r = Redactor::with_secrets(vec![KEY.to_owned()]);
+    assert_eq!(
+        r.feed("thinking..."),
+        "thinking...",
+        "an ordinary word streams at once"
+    );
+    assert_eq!(r.feed(" risk-free sketch"), " risk-free sketch");
+    assert_eq!(r.feed(" sk"), " ", "may become sk-…");
+    assert_eq!(r.feed("ip"), "skip");
+    assert_eq!(r.feed(" ghp_0123"), " ");
+    assert_eq!(r.feed("456789abcdef Bearer"), "[redacted] Bearer");
+    assert_eq!(
+        r.feed(" abc"),
+        " ",
+        "the token after Bearer waits for its end"
+    );
+    assert_eq!(r.feed(" eyJ"), "[redacted] ", "a possible JWT run waits");
+    assert_eq!(r.feed("x,"), "eyJx,");
+    assert_eq!(r.feed(" Zq8v"), " ", "the start of a loaded value waits");
+    assert_eq!(r.feed("x -"), "Zq8vx ");
+    assert_eq!(r.finish(), "-");
+}
+
+#[test]
 fn the_hold_is_bounded_at_the_token_bound() {
     // A run without white space of exactly the bound is judged whole; one byte more is
     // not a credential token, and the stream stops holding it.
