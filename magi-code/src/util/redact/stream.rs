@@ -477,6 +477,8 @@ struct Run {
     text: String,
     in_run: bool,
     candidate: bool,
+    /// Leading dots of `text` (counted, so a long run of dots costs no rescans).
+    dots: usize,
 }
 
 impl Run {
@@ -489,18 +491,19 @@ impl Run {
         if !self.in_run {
             self.in_run = true;
             self.candidate = true;
+            self.dots = 0;
         }
         if !self.candidate {
             out.push(c);
             return;
         }
+        if c == '.' && self.dots == self.text.len() {
+            self.dots += 1;
+        }
         self.text.push(c);
-        let t = self.text.trim_start_matches('.');
-        let may_be = if t.len() < 3 {
-            "eyJ".starts_with(t)
-        } else {
-            t.starts_with("eyJ")
-        };
+        // Once past `eyJ` a run stays a candidate until it ends: only its start is checked.
+        let t = &self.text[self.dots..];
+        let may_be = t.len() > 3 || "eyJ".starts_with(t) || t.starts_with("eyJ");
         if !may_be || self.text.len() > TOKEN_BYTES {
             out.push_str(&self.text);
             self.text.clear();
@@ -525,6 +528,10 @@ struct Tokens {
     armed: bool,
     mode: Mode,
     run: Run,
+    /// The held token's length at which [`may_be_credential`] is asked next: every byte up
+    /// to 64, then every KiB, so a long held token costs no quadratic rescans. When it is
+    /// asked changes only when text is shown, never what.
+    next_check: usize,
 }
 
 impl Tokens {
@@ -548,10 +555,18 @@ impl Tokens {
                     self.buf.push(c);
                     if self.buf.len() > TOKEN_BYTES {
                         self.go_long(&mut out);
-                    } else if !self.armed && !may_be_credential(&self.buf) {
-                        self.mode = Mode::Streaming { long: false };
-                        for c in self.buf.chars() {
-                            self.run.push(c, &mut out);
+                    } else if !self.armed && self.buf.len() >= self.next_check {
+                        if may_be_credential(&self.buf) {
+                            self.next_check = if self.buf.len() < 64 {
+                                self.buf.len() + 1
+                            } else {
+                                self.buf.len() + 1024
+                            };
+                        } else {
+                            self.mode = Mode::Streaming { long: false };
+                            for c in self.buf.chars() {
+                                self.run.push(c, &mut out);
+                            }
                         }
                     }
                 }
@@ -592,6 +607,7 @@ impl Tokens {
             Mode::Swallow => self.armed = false,
         }
         self.buf.clear();
+        self.next_check = 0;
     }
 
     /// A held token passed [`TOKEN_BYTES`]: no credential token; after `Bearer` its rest is

@@ -240,6 +240,29 @@ fn the_hold_is_bounded_at_the_token_bound() {
     assert!(r.held() < 100, "{}", r.held());
 }
 
+#[test]
+fn long_hostile_texts_redact_in_linear_time() {
+    // Each would cost a quadratic rescan per character if the stages rescanned what they
+    // hold: held credential-like tokens, dot runs, JWT-like runs, PEM-like dashes.
+    for unit in [
+        format!("sk-{} ", "a".repeat(TOKEN_BYTES - 4)),
+        format!("{} ", ".".repeat(TOKEN_BYTES)),
+        format!("eyJ{} ", "a".repeat(TOKEN_BYTES - 3)),
+        "-----BEGIN ".repeat(100),
+        format!("{KEY}{}", "Zq8vKp3LmN0"),
+    ] {
+        let text = unit.repeat((1 << 20) / unit.len());
+        let mut r = Redactor::with_secrets(vec![KEY.to_owned(), KEY2.to_owned()]);
+        let mut n = 0;
+        for piece in text.as_bytes().chunks(4096) {
+            n += r.feed(std::str::from_utf8(piece).unwrap()).len();
+            assert!(r.held() <= HELD_BYTES);
+        }
+        n += r.finish().len();
+        assert!(n > 0);
+    }
+}
+
 /// Fragments that make secrets, near-secrets and their edges likely.
 fn fragment() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
