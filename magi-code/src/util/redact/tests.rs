@@ -126,6 +126,13 @@ fn authorization_schemes_jwts_and_pem_blocks() {
         "x [redacted]",
         "an unterminated block is redacted to the end"
     );
+    // The label bound at its edge: 64 bytes is a header, 65 is not.
+    for (n, redacted) in [(64, true), (65, false)] {
+        let label = format!("{} PRIVATE KEY", "A".repeat(n - 12));
+        let block = format!("-----BEGIN {label}-----\nQUJD\n-----END {label}-----");
+        let want = if redacted { REDACTED } else { block.as_str() };
+        assert_eq!(clean(&block), want, "{n}");
+    }
     assert_eq!(
         clean("------BEGIN OPENSSH PRIVATE KEY-----\nb\n-----END OPENSSH PRIVATE KEY----- c"),
         "-[redacted] c"
@@ -137,11 +144,10 @@ fn loaded_values_are_redacted_anywhere_longest_first() {
     assert_eq!(clean(&format!("k={KEY};")), "k=[redacted];");
     assert_eq!(clean(&format!("x{KEY2}y")), "x[redacted]y");
     assert_eq!(clean("Zq8vKp3LmN0"), "Zq8vKp3LmN0");
-    assert_eq!(
-        with(&["short"], "short"),
-        "short",
-        "under 8 bytes is not loaded"
-    );
+    // The bound at its edge: 8 bytes is a loaded value, 7 is not.
+    assert_eq!(with(&["abcdefgh"], "xabcdefghx"), "x[redacted]x");
+    assert_eq!(with(&["abcdefg"], "xabcdefgx"), "xabcdefgx");
+    assert_eq!(secret_pieces("abcdefg abcdefgh"), ["abcdefgh"]);
     assert_eq!(
         secret_pieces("abc defghijkl"),
         ["defghijkl"],
@@ -159,6 +165,17 @@ fn loaded_values_are_redacted_anywhere_longest_first() {
         &longer,
     );
     assert_eq!(r, "[redacted][redacted]");
+}
+
+#[test]
+fn registered_values_are_redacted_process_wide() {
+    register_secret("  uniq-Reg1stered-v4lue  tiny ");
+    assert_eq!(
+        sanitize_text("x uniq-Reg1stered-v4lue y tiny"),
+        "x [redacted] y tiny"
+    );
+    assert!(is_secret_like("uniq-Reg1stered-v4lue"));
+    assert_eq!(safe_name("model-uniq-Reg1stered-v4lue"), None);
 }
 
 #[test]
