@@ -64,7 +64,7 @@ impl Content {
     /// The length of the longest prefix of delta `t` that `seg` may keep (whole characters);
     /// less than `t.len()` means the bound is reached.
     pub fn take_text(&mut self, seg: &mut Segment, t: &str) -> usize {
-        if seg.text.is_empty() && self.segments >= RUN_CONTENT_SEGMENTS {
+        if seg.is_empty() && self.segments >= RUN_CONTENT_SEGMENTS {
             return 0;
         }
         let mut n = t.len().min(RUN_CONTENT_BYTES - self.bytes);
@@ -72,7 +72,7 @@ impl Content {
             n -= 1;
         }
         let n = self.room.take(&mut seg.charged, &t[..n]);
-        if n > 0 && seg.text.is_empty() {
+        if n > 0 && seg.is_empty() {
             self.segments += 1;
         }
         self.bytes += n;

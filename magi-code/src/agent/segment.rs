@@ -4,6 +4,7 @@
 use super::emit::RunOutput;
 use crate::history::room::Entry;
 use crate::history::{Body, Record};
+use crate::util::redact::Redactor;
 use crate::util::text::live_chunks;
 use protocol_core::limits::LIVE_CHUNK_BYTES;
 use serde_json::json;
@@ -15,7 +16,7 @@ const FULL_CHUNK_WAIT: std::time::Duration = std::time::Duration::from_millis(10
 pub struct Segment {
     /// The live message ID.
     pub id: String,
-    /// The text so far.
+    /// The redacted text so far: what the deltas carried (decisions.md 35).
     pub text: String,
     /// The next live part number.
     pub part: usize,
@@ -23,6 +24,10 @@ pub struct Segment {
     pending: String,
     /// What its text has taken of the session's projection room.
     pub charged: Entry,
+    /// Redacts the streamed text, holding back a tail that could still become a secret.
+    redactor: Redactor,
+    /// Whether any text was streamed (some may still be held back).
+    streamed: bool,
 }
 
 impl Segment {
@@ -35,14 +40,37 @@ impl Segment {
             part: 0,
             pending: String::new(),
             charged: Entry::default(),
+            redactor: Redactor::new(),
+            streamed: false,
         }
     }
 
-    /// Adds streamed `text`, held back to coalesce with what follows until [`Self::flush`]
-    /// (`local-agent-protocol.md`: deltas may coalesce). A full chunk goes out at once,
-    /// waiting a moment for room; if there is still none it is dropped and the part number
-    /// skips, so a client sees the gap until reconciliation.
+    /// Whether no text was streamed into this segment yet.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        !self.streamed
+    }
+
+    /// Adds streamed raw `text`: redacted, the part that is decided is held back to coalesce
+    /// with what follows until [`Self::flush`] (`local-agent-protocol.md`: deltas may
+    /// coalesce); a tail that could still become a secret waits for the next text or
+    /// [`Self::end`]. A full chunk goes out at once, waiting a moment for room; if there is
+    /// still none it is dropped and the part number skips, so a client sees the gap until
+    /// reconciliation.
     pub fn push(&mut self, out: &RunOutput<'_>, text: &str) {
+        self.streamed |= !text.is_empty();
+        let safe = self.redactor.feed(text);
+        self.push_safe(out, &safe);
+    }
+
+    /// The end of the segment's text: the held-back tail, judged, joins the text and the
+    /// next delta, so the deltas concatenate to the reconciled text.
+    pub fn end(&mut self, out: &RunOutput<'_>) {
+        let rest = self.redactor.finish();
+        self.push_safe(out, &rest);
+    }
+
+    fn push_safe(&mut self, out: &RunOutput<'_>, text: &str) {
         self.text.push_str(text);
         for c in live_chunks(text, 1, LIVE_CHUNK_BYTES) {
             if self.pending.len() + c.len() > LIVE_CHUNK_BYTES && !self.pending.is_empty() {
@@ -77,6 +105,7 @@ pub fn close_segment(
     partial: bool,
     records: &mut Vec<Record>,
 ) {
+    seg.end(out);
     if seg.text.is_empty() {
         return;
     }

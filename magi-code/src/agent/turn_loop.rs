@@ -74,14 +74,14 @@ impl StepSink for Sink<'_, '_> {
         let run_id = self.out.run_id.clone();
         match ev {
             ModelEvent::TextDelta(t) => {
-                let t = sanitize_text(&t);
-                if t.is_empty() {
+                // Control characters alone show nothing (redaction drops them).
+                if t.chars().all(|c| c.is_control() && c != '\n' && c != '\t') {
                     return true;
                 }
                 // The run keeps what fits its bounds; the rest ends it (`content_limit`).
                 let n = self.content.take_text(self.seg, &t);
                 if n > 0 {
-                    if self.seg.text.is_empty() {
+                    if self.seg.is_empty() {
                         self.step.text_at = Some(self.step.items.len());
                         self.step.items.push(Item::Assistant {
                             text: String::new(),
@@ -268,7 +268,7 @@ pub fn execute(
             && !retried
             && records.is_empty()
             && step.items.is_empty()
-            && seg.text.is_empty()
+            && seg.is_empty()
             && !cancel.is_cancelled()
         {
             retried = true;
@@ -294,6 +294,8 @@ pub fn execute(
             Ok(()) if step.calls.is_empty() => Some(End::Completed),
             Ok(()) => None,
         };
+        // The step's text is complete: the redactor's held-back tail is judged now.
+        seg.end(out);
         if let (Some(i), false) = (step.text_at, seg.text.is_empty()) {
             step.items[i] = Item::Assistant {
                 text: seg.text.clone(),

@@ -53,6 +53,17 @@ impl Definition {
                 .map(|(k, x)| Some((k.clone(), x.as_str()?.to_owned())))
                 .collect::<Option<_>>()?,
         };
+        // Values the definition passes under a secret's name are tokens the backend loaded:
+        // redaction knows them (decisions.md 35 (a)).
+        for (k, x) in &env {
+            let k = k.to_ascii_uppercase();
+            if ["KEY", "SECRET", "TOKEN", "PASSWORD"]
+                .iter()
+                .any(|w| k.contains(w))
+            {
+                crate::util::redact::register_secret(x);
+            }
+        }
         Some(Self {
             name: v.get("name")?.as_str()?.to_owned(),
             command: v.get("command")?.as_str()?.to_owned(),

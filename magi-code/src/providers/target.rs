@@ -85,7 +85,7 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
         other => {
             let c = s.compat.get(other)?;
             let key = match &c.api_key_env {
-                Some(var) => Some(std::env::var(var).ok().filter(|k| !k.is_empty())?),
+                Some(var) => Some(loaded(std::env::var(var).ok().filter(|k| !k.is_empty())?)),
                 None => None,
             };
             let wire = match c.wire_api {
@@ -128,8 +128,28 @@ pub fn provider_ready(s: &Settings, root: &Path) -> bool {
     }
 }
 
+/// Loads every provider key the settings name (the built-ins' and each configured
+/// `api_key_env`), so redaction knows them before any text is shown (`decisions.md` 35 (a)).
+pub fn load_keys(s: &Settings, root: &Path) {
+    for p in ["anthropic", "openai"] {
+        let _ = api_key(p, root);
+    }
+    for c in s.compat.values() {
+        if let Some(k) = c.api_key_env.as_ref().and_then(|v| std::env::var(v).ok()) {
+            loaded(k);
+        }
+    }
+}
+
+/// A key the backend loaded: known to redaction from now on (`decisions.md` 35 (a)).
+fn loaded(key: String) -> String {
+    crate::util::redact::register_secret(&key);
+    key
+}
+
 /// The API key of a built-in provider: its environment variable, else `credentials.json`
-/// (`{"<provider>": {"api_key": "..."}}`, read with a 1 MiB bound).
+/// (`{"<provider>": {"api_key": "..."}}`, read with a 1 MiB bound). Redaction knows it from
+/// then on.
 pub fn api_key(provider: &str, root: &Path) -> Option<String> {
     let var = match provider {
         "anthropic" => "ANTHROPIC_API_KEY",
@@ -137,7 +157,7 @@ pub fn api_key(provider: &str, root: &Path) -> Option<String> {
         _ => return None,
     };
     if let Some(k) = std::env::var(var).ok().filter(|k| !k.is_empty()) {
-        return Some(k);
+        return Some(loaded(k));
     }
     let creds = settings::read_file(&root.join("credentials.json")).ok()??;
     creds
@@ -145,5 +165,5 @@ pub fn api_key(provider: &str, root: &Path) -> Option<String> {
         .get("api_key")?
         .as_str()
         .filter(|k| !k.is_empty())
-        .map(str::to_owned)
+        .map(|k| loaded(k.to_owned()))
 }

@@ -123,6 +123,7 @@ pub fn run(
         .map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
     let settings =
         settings::load(global, project).map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
+    crate::providers::target::load_keys(&settings, &root);
     // From here on a failed startup's `status` shows the selection it had (the protocol:
     // "selection/context may be available").
     let failed = |code| Failure {

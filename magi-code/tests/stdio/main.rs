@@ -24,6 +24,7 @@ mod mcp;
 mod mcp_faults;
 mod mcp_offer;
 mod profiles;
+mod redaction;
 mod refresh;
 mod replay_cli;
 mod retention;

@@ -444,10 +444,19 @@ fn describe_is_bounded_safe_and_one_line() {
     assert_eq!(describe("nope\n", &json!({})), "unknown tool nope");
     let d = describe(
         "shell",
-        &json!({"command": "curl -H x-api-key:sk-ant-secret123 u"}),
+        &json!({"command": "curl -H 'x-api-key: sk-ant-api03-secret1234567' u"}),
     );
     assert!(!d.contains("sk-ant") && !d.contains("secret123"), "{d}");
-    assert!(d.contains("[redacted]"));
+    assert_eq!(d, "shell: curl -H 'x-api-key: [redacted]' u");
+    // Decision 35: a digest is shown as written.
+    let d = describe(
+        "shell",
+        &json!({"command": "git reset --hard 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"}),
+    );
+    assert_eq!(
+        d,
+        "shell: git reset --hard 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
+    );
     let d = describe(
         "shell",
         &json!({"command": "a\nb\tc\r\u{1b}[31md\u{2028}e"}),
