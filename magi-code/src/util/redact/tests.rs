@@ -91,6 +91,27 @@ fn credential_prefixes_redact_the_whole_token() {
         assert_eq!(clean(&short), short, "15 after the prefix is not enough");
     }
     assert_eq!(clean("sk-ant-api03-abcdef"), REDACTED);
+    // An assignment's or a header's value is a token of its own.
+    assert_eq!(
+        clean(&format!("GITHUB_TOKEN={ghp}")),
+        "GITHUB_TOKEN=[redacted]"
+    );
+    assert_eq!(
+        clean("export AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJ012345"),
+        "export AWS_ACCESS_KEY_ID=[redacted]"
+    );
+    assert_eq!(
+        clean("x-api-key:sk-ant-api03-abcdef;"),
+        "x-api-key:[redacted];"
+    );
+    assert_eq!(
+        clean("{\"k\":\"sk_0123456789abcdef\"}"),
+        "{\"k\":\"[redacted]\"}"
+    );
+    assert_eq!(
+        clean("a=b c:d risk-free: x=sk-short"),
+        "a=b c:d risk-free: x=sk-short"
+    );
     assert_eq!(clean("sk-0123456789abcdef!x"), "sk-0123456789abcdef!x");
     assert_eq!(clean("AKIAABCDEFGHIJ012345"), REDACTED);
     assert_eq!(clean("ASIAABCDEFGHIJ012345,"), "[redacted],");

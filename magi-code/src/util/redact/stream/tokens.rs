@@ -270,7 +270,9 @@ impl Tokens {
     pub(super) fn feed(&mut self, s: &str) -> String {
         let mut out = String::with_capacity(s.len() + REDACTED.len());
         for c in s.chars() {
-            if c.is_whitespace() {
+            // `=` and `:` also end a token (outside the token after `Bearer`), so the value of
+            // an assignment or header (`GITHUB_TOKEN=ghp_…`, `x-api-key:sk-…`) is judged whole.
+            if c.is_whitespace() || (matches!(c, '=' | ':') && !self.armed) {
                 self.end_token(&mut out);
                 out.push(c);
                 continue;
