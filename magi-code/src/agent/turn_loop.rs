@@ -181,11 +181,8 @@ pub fn execute(
 
     let fixed = compaction::fixed_bytes(p.instructions, p.tools);
     let cwd = out.ctx.rt.cwd.clone();
-    let (mut comp, mut items) = Compactor::start(history, p.context_window, fixed, cwd);
-    compaction::begin_turn(out, &mut comp, &user, items.len());
-    items.push(Item::User {
-        text: prompt.to_owned(),
-    });
+    let (mut comp, mut items) = Compactor::start(history, p.context_window, fixed, cwd, prompt);
+    compaction::begin_turn(out, &mut comp, &user, items.len() - 1);
     let mut records: Vec<Record> = Vec::new();
     let mut content = 0usize;
     let mut segments = 0usize;
@@ -203,12 +200,33 @@ pub fn execute(
             break;
         }
         steps += 1;
-        if comp.due(&items)
-            && compaction::compact(out, client, &mut comp, &mut items, p) == Compacted::Cancelled
-        {
+        let mut compacted = Compacted::Skipped;
+        if comp.due(&items) {
+            compacted = compaction::compact(out, client, &mut comp, &mut items, p);
+        }
+        let mut bound =
+            compaction::output_bound(p.context_window, comp.estimate(&items), p.max_output_tokens);
+        // No room for a reply: compact first if this step has not, then give up.
+        if bound.is_none() && compacted == Compacted::Skipped && items.len() > 1 {
+            compacted = compaction::compact(out, client, &mut comp, &mut items, p);
+            bound = compaction::output_bound(
+                p.context_window,
+                comp.estimate(&items),
+                p.max_output_tokens,
+            );
+        }
+        if compacted == Compacted::Cancelled {
             end = End::Cancelled;
             break;
         }
+        let Some(max_output_tokens) = bound else {
+            out.diagnostic(
+                "context_window_too_small",
+                &too_small(p, comp.estimate(&items)),
+            );
+            break;
+        };
+        let estimate = comp.estimate(&items);
         let mut seg = Segment::new();
         let mut step = StepOut::default();
         let req = ModelRequest {
@@ -219,7 +237,7 @@ pub fn execute(
             tools: p.tools,
             effort: p.effort,
             thinking: p.thinking,
-            max_output_tokens: p.max_output_tokens,
+            max_output_tokens,
         };
         let result = {
             let mut sink = Sink {
@@ -233,6 +251,7 @@ pub fn execute(
             };
             client.step(&req, cancel, &mut sink)
         };
+        let result = result.map_err(|f| compaction::overflowed(f, estimate, p.context_window));
         if let Some(u) = step.usage {
             records.push(out.record(Body::Usage {
                 run_id: out.run_id.clone(),
@@ -303,6 +322,15 @@ pub fn execute(
         records.clear();
     }
     finish(out, end, records, degraded)
+}
+
+/// The `context_window_too_small` summary: the window, the estimate, and the settings that
+/// set the window.
+fn too_small(p: &LoopParams<'_>, estimate: u64) -> String {
+    format!(
+        "the context window of {} tokens leaves no room for a reply to this request (about {estimate} tokens); raise providers.{}.context_window (or runner.context_window)",
+        p.context_window, p.provider
+    )
 }
 
 /// Read-class calls that run unasked, at most this many at once (`runner.md` 2).
