@@ -200,8 +200,9 @@ pub fn execute(
             break;
         }
         steps += 1;
+        // A conversation that is only this turn's input has nothing to summarize.
         let mut compacted = Compacted::Skipped;
-        if comp.due(&items) {
+        if comp.due(&items) && items.len() > 1 {
             compacted = compaction::compact(out, client, &mut comp, &mut items, p);
         }
         let mut bound =
