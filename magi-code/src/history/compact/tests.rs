@@ -289,11 +289,11 @@ fn a_fixed_part_past_half_the_window_leaves_both_pieces_at_their_floor_never_emp
         .unwrap()
         .len();
     assert!(
-        kept >= SUMMARY_FLOOR - 40 && kept <= SUMMARY_FLOOR,
+        (SUMMARY_FLOOR - 40..=SUMMARY_FLOOR).contains(&kept),
         "{kept}"
     );
     assert!(
-        input.len() <= INPUT_FLOOR && input.len() >= INPUT_FLOOR - 30,
+        (INPUT_FLOOR - 30..=INPUT_FLOOR).contains(&input.len()),
         "{}",
         input.len()
     );
