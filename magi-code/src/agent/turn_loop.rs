@@ -36,7 +36,8 @@ pub struct LoopParams<'a> {
     pub effort: Option<&'a str>,
     /// How an Anthropic model takes effort.
     pub thinking: Thinking,
-    /// The output bound of every request.
+    /// The provider's output bound; a step's is at most the window less its estimate
+    /// (`decisions.md` 45), the summary request's at most a quarter of the window.
     pub max_output_tokens: u64,
     /// Steps per turn.
     pub max_steps: u32,
