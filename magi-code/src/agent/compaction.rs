@@ -272,14 +272,13 @@ pub fn output_bound(window: u64, estimate: u64, max_output_tokens: u64) -> Optio
 
 /// A step's failure as the turn reads it: an empty `200` after every retry while the
 /// request's estimate passes 50% of the window is a context overflow (`decisions.md` 46);
-/// otherwise it is a broken stream.
+/// otherwise it stays an empty reply (`provider_stream_invalid`).
 #[must_use]
 pub fn overflowed(f: StepFailure, estimate: u64, window: u64) -> StepFailure {
     match f {
         StepFailure::EmptyReply if estimate.saturating_mul(2) > window => {
             StepFailure::ContextOverflow
         }
-        StepFailure::EmptyReply => StepFailure::StreamInvalid,
         f => f,
     }
 }

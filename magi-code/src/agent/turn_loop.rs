@@ -283,7 +283,7 @@ pub fn execute(
             _ if cancel.is_cancelled() => Some(End::Cancelled),
             Err(f) => {
                 if let Some(code) = f.code() {
-                    out.diagnostic(code, &f.summary());
+                    out.diagnostic(code, &failure_summary(f, p));
                 }
                 Some(End::Failed(ErrorCode::ExecutionFailed))
             }
@@ -333,6 +333,20 @@ fn too_small(p: &LoopParams<'_>, estimate: u64) -> String {
         "the context window of {} tokens leaves no room for a reply to this request (about {estimate} tokens); raise providers.{}.context_window (or runner.context_window)",
         p.context_window, p.provider
     )
+}
+
+/// A failed step's diagnostic summary: one that may come from a window larger than the
+/// model's (an overflow, or a local server's empty reply) names the setting to fix.
+fn failure_summary(f: StepFailure, p: &LoopParams<'_>) -> String {
+    match f {
+        StepFailure::ContextOverflow | StepFailure::EmptyReply => format!(
+            "{}; if the model's context is smaller than {} tokens, set providers.{}.context_window to its size",
+            f.summary(),
+            p.context_window,
+            p.provider
+        ),
+        f => f.summary(),
+    }
 }
 
 /// Read-class calls that run unasked, at most this many at once (`runner.md` 2).

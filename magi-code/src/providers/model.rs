@@ -213,7 +213,9 @@ impl StepFailure {
             Self::Auth => "the provider refused the credentials".to_owned(),
             Self::Status(n) => format!("the provider answered HTTP status {n}"),
             Self::StreamInvalid => "the provider's stream was malformed or cut short".to_owned(),
-            Self::EmptyReply => "the provider answered with an empty stream".to_owned(),
+            Self::EmptyReply => {
+                "the provider answered every attempt with an empty stream".to_owned()
+            }
             Self::Remote => "the provider reported an error".to_owned(),
             Self::ContextOverflow => "the conversation does not fit the model's context".to_owned(),
             Self::Scripted => "the scripted provider failed the step".to_owned(),

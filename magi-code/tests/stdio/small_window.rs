@@ -247,4 +247,12 @@ fn empty_200s_within_half_the_window_are_a_broken_stream() {
     want.push("provider_stream_invalid");
     assert_eq!(diagnostic_codes(&frames), want);
     assert!(compactions(&frames).is_empty());
+    // It points at the setting a local server's smaller context needs.
+    let last = events(&frames, "diagnostic").last().unwrap()["data"]["summary"].clone();
+    assert!(
+        last.as_str()
+            .unwrap()
+            .contains("providers.local.context_window"),
+        "{last}"
+    );
 }
