@@ -99,12 +99,16 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_response(r.status)
             self.send_header("content-type", r.headers.get("content-type", "text/event-stream"))
             self.end_headers()
-            while True:
-                chunk = r.read1(65536)
-                if not chunk:
-                    break
-                self.wfile.write(chunk)
-                self.wfile.flush()
+            try:
+                while True:
+                    chunk = r.read1(65536)
+                    if not chunk:
+                        break
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                # The backend closed the stream (a title request when its child shut down).
+                pass
     def log_message(self, *a):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[3])), H).serve_forever()
