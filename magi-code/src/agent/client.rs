@@ -38,7 +38,8 @@ pub fn client(
     })
 }
 
-/// The context window compaction works against: the catalog's, else `runner.context_window`;
+/// The context window compaction works against: the catalog's, else the provider's
+/// `context_window`, else `runner.context_window`;
 /// unbounded for the scripted provider, which reads no conversation.
 #[must_use]
 pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {

@@ -57,9 +57,16 @@ pub struct Compactor {
 }
 
 impl Compactor {
-    /// The compactor of a turn starting from `snap`, and the conversation it replays.
+    /// The compactor of a turn starting from `snap` with `prompt`, and the conversation it
+    /// replays, that prompt last.
     #[must_use]
-    pub fn start(snap: Snapshot, window: u64, fixed: u64, cwd: PathBuf) -> (Self, Vec<Item>) {
+    pub fn start(
+        snap: Snapshot,
+        window: u64,
+        fixed: u64,
+        cwd: PathBuf,
+        prompt: &str,
+    ) -> (Self, Vec<Item>) {
         let items = match &snap.summary {
             Some(summary) => compact::build(
                 &Pieces {
@@ -68,12 +75,19 @@ impl Compactor {
                     inputs: &snap.inputs[..snap.inputs_before],
                     mid: &snap.mid,
                     after: &snap.after,
+                    current: Some(prompt),
                 },
                 window,
                 fixed,
                 &cwd,
             ),
-            None => snap.after,
+            None => {
+                let mut items = snap.after;
+                items.push(Item::User {
+                    text: prompt.to_owned(),
+                });
+                items
+            }
         };
         let c = Self {
             window,
@@ -82,7 +96,7 @@ impl Compactor {
             written: Written::new(snap.files),
             inputs: snap.inputs,
             through: snap.records,
-            turn_at: items.len(),
+            turn_at: items.len() - 1,
             last_input: snap.last_input_tokens,
             bytes_since: snap.bytes_since_usage,
         };
@@ -164,11 +178,14 @@ impl StepSink for Collect<'_, '_> {
     }
 }
 
-/// The conversation as text for the summary request, its oldest entries left out while it
-/// passes `budget` bytes (the newest entry alone is cut to its end). Text keeps every
-/// provider's pairing rules out of the way: no tool calls without tools, no orphan results.
+/// The conversation as text for the summary request within `budget` bytes: an entry longer
+/// than an eighth of the budget is cut to its first and last parts, then the oldest entries
+/// are left out while it still passes (the newest entry alone is cut to its end), so one long
+/// reply does not push every earlier turn out (`decisions.md` 46). Text keeps every provider's
+/// pairing rules out of the way: no tool calls without tools, no orphan results.
 #[must_use]
 pub fn transcript(items: &[Item], budget: usize) -> String {
+    let entry_max = budget / 8;
     let entries: Vec<String> = items
         .iter()
         .filter_map(|it| match it {
@@ -183,6 +200,7 @@ pub fn transcript(items: &[Item], budget: usize) -> String {
             )),
             Item::ProviderItem { .. } => None,
         })
+        .map(|e| compact::cut::keep_ends(&e, entry_max))
         .collect();
     // Entries are joined by a blank line: two bytes between each.
     let mut total: usize = entries
@@ -219,16 +237,50 @@ pub fn transcript(items: &[Item], budget: usize) -> String {
     t
 }
 
-/// The bytes the summary request's conversation may take: the window less the output bound
-/// (at most half the window, so a small window still has room), 4 bytes per token, less the
-/// fixed prompt.
+/// Most output tokens of the summary request, whatever the window (`decisions.md` 46).
+pub const SUMMARY_OUTPUT_MAX: u64 = 4_096;
+
+/// The summary request's output bound: the provider's, at most a quarter of the window and
+/// at most [`SUMMARY_OUTPUT_MAX`].
+#[must_use]
+pub fn summary_output_bound(window: u64, max_output_tokens: u64) -> u64 {
+    max_output_tokens.min(window / 4).min(SUMMARY_OUTPUT_MAX)
+}
+
+/// The bytes the summary request's conversation may take: the window less its output bound
+/// ([`summary_output_bound`]), 4 bytes per token, less the fixed prompt.
 #[must_use]
 pub fn summary_budget(window: u64, max_output_tokens: u64) -> usize {
-    let input_tokens = window - max_output_tokens.min(window / 2);
+    let input_tokens = window - summary_output_bound(window, max_output_tokens);
     let bytes = input_tokens
         .saturating_mul(4)
         .saturating_sub((SUMMARY_SYSTEM.len() + SUMMARY_INSTRUCTION.len() + 64) as u64);
     usize::try_from(bytes).unwrap_or(usize::MAX)
+}
+
+/// The least output bound of a step when the provider's is larger (`decisions.md` 45).
+pub const MIN_OUTPUT_TOKENS: u64 = 256;
+
+/// A step's output bound: the provider's, at most the window less the request's `estimate`;
+/// `None` when that room is less than [`MIN_OUTPUT_TOKENS`] (or than a smaller provider
+/// bound), so the request cannot fit with a useful reply (`context_window_too_small`).
+#[must_use]
+pub fn output_bound(window: u64, estimate: u64, max_output_tokens: u64) -> Option<u64> {
+    let room = window.saturating_sub(estimate);
+    (room >= MIN_OUTPUT_TOKENS.min(max_output_tokens)).then(|| max_output_tokens.min(room))
+}
+
+/// A step's failure as the turn reads it: an empty `200` after every retry while the
+/// request's estimate passes 50% of the window is a context overflow (`decisions.md` 46);
+/// otherwise it stays an empty reply (`provider_stream_invalid`).
+#[must_use]
+pub fn overflowed(f: StepFailure, estimate: u64, window: u64) -> StepFailure {
+    match f {
+        StepFailure::EmptyReply if estimate.saturating_mul(2) > window => {
+            StepFailure::ContextOverflow
+        }
+        f => f,
+    }
 }
 
 fn activity(out: &mut RunOutput<'_>, id: &str, state: ActivityState, summary: &str) -> Record {
@@ -270,7 +322,7 @@ fn summarize(
             tools: &[],
             effort: None,
             thinking: p.thinking,
-            max_output_tokens: p.max_output_tokens,
+            max_output_tokens: summary_output_bound(window, p.max_output_tokens),
         };
         let mut sink = Collect {
             out,
@@ -353,6 +405,7 @@ pub fn compact(
         inputs: &c.inputs,
         mid: &turn,
         after: &[],
+        current: None,
     };
     *items = compact::build(&pieces, c.window, c.fixed, &c.cwd);
     c.turn_at = 2;

@@ -37,7 +37,8 @@ pub struct LoopParams<'a> {
     pub effort: Option<&'a str>,
     /// How an Anthropic model takes effort.
     pub thinking: Thinking,
-    /// The output bound of every request.
+    /// The provider's output bound; a step's is at most the window less its estimate
+    /// (`decisions.md` 45), the summary request's at most a quarter of the window.
     pub max_output_tokens: u64,
     /// Steps per turn.
     pub max_steps: u32,
@@ -203,11 +204,8 @@ pub fn execute(
 
     let fixed = compaction::fixed_bytes(p.instructions, p.tools);
     let cwd = out.ctx.rt.cwd.clone();
-    let (mut comp, mut items) = Compactor::start(history, p.context_window, fixed, cwd);
-    compaction::begin_turn(out, &mut comp, &user, items.len());
-    items.push(Item::User {
-        text: prompt.to_owned(),
-    });
+    let (mut comp, mut items) = Compactor::start(history, p.context_window, fixed, cwd, prompt);
+    compaction::begin_turn(out, &mut comp, &user, items.len() - 1);
     let mut records: Vec<Record> = Vec::new();
     let mut content = Content::start(out);
     let mut degraded = false;
@@ -224,14 +222,36 @@ pub fn execute(
             break;
         }
         steps += 1;
-        if comp.due(&items)
-            && compaction::compact(out, client, &mut comp, &mut items, p) == Compacted::Cancelled
-        {
+        // A conversation that is only this turn's input has nothing to summarize.
+        let mut compacted = Compacted::Skipped;
+        if comp.due(&items) && items.len() > 1 {
+            compacted = compaction::compact(out, client, &mut comp, &mut items, p);
+        }
+        let mut bound =
+            compaction::output_bound(p.context_window, comp.estimate(&items), p.max_output_tokens);
+        // No room for a reply: compact first if this step has not, then give up.
+        if bound.is_none() && compacted == Compacted::Skipped && items.len() > 1 {
+            compacted = compaction::compact(out, client, &mut comp, &mut items, p);
+            bound = compaction::output_bound(
+                p.context_window,
+                comp.estimate(&items),
+                p.max_output_tokens,
+            );
+        }
+        if compacted == Compacted::Cancelled {
             end = End::Cancelled;
             break;
         }
         // Every earlier record of the run is appended by now: measure what is left exactly.
         content.refresh(out);
+        let Some(max_output_tokens) = bound else {
+            out.diagnostic(
+                "context_window_too_small",
+                &too_small(p, comp.estimate(&items)),
+            );
+            break;
+        };
+        let estimate = comp.estimate(&items);
         let mut seg = Segment::new();
         let mut step = StepOut::default();
         let req = ModelRequest {
@@ -242,7 +262,7 @@ pub fn execute(
             tools: p.tools,
             effort: p.effort,
             thinking: p.thinking,
-            max_output_tokens: p.max_output_tokens,
+            max_output_tokens,
         };
         let result = {
             let mut sink = Sink {
@@ -255,6 +275,7 @@ pub fn execute(
             };
             client.step(&req, cancel, &mut sink)
         };
+        let result = result.map_err(|f| compaction::overflowed(f, estimate, p.context_window));
         if let Some(u) = step.usage {
             records.push(out.record(Body::Usage {
                 run_id: out.run_id.clone(),
@@ -287,7 +308,7 @@ pub fn execute(
             _ if cancel.is_cancelled() => Some(End::Cancelled),
             Err(f) => {
                 if let Some(code) = f.code() {
-                    out.diagnostic(code, &f.summary());
+                    out.diagnostic(code, &failure_summary(f, p));
                 }
                 Some(End::Failed(ErrorCode::ExecutionFailed))
             }
@@ -342,6 +363,29 @@ pub fn execute(
         records.clear();
     }
     finish(out, end, records, degraded)
+}
+
+/// The `context_window_too_small` summary: the window, the estimate, and the settings that
+/// set the window.
+fn too_small(p: &LoopParams<'_>, estimate: u64) -> String {
+    format!(
+        "the context window of {} tokens leaves no room for a reply to this request (about {estimate} tokens); raise providers.{}.context_window (or runner.context_window)",
+        p.context_window, p.provider
+    )
+}
+
+/// A failed step's diagnostic summary: one that may come from a window larger than the
+/// model's (an overflow, or a local server's empty reply) names the setting to fix.
+fn failure_summary(f: StepFailure, p: &LoopParams<'_>) -> String {
+    match f {
+        StepFailure::ContextOverflow | StepFailure::EmptyReply => format!(
+            "{}; if the model's context is smaller than {} tokens, set providers.{}.context_window to its size",
+            f.summary(),
+            p.context_window,
+            p.provider
+        ),
+        f => f.summary(),
+    }
 }
 
 /// Read-class calls that run unasked, at most this many at once (`runner.md` 2).

@@ -181,7 +181,8 @@ pub fn efforts(rt: &Runtime, provider: &str, model: &str) -> Option<Vec<String>>
 }
 
 /// The context window of `model` of `provider` in tokens (`runner.md` 7): its cache entry's
-/// `context_window`, else `runner.context_window`; either within 1,000–10,000,000.
+/// `context_window`, else `providers.<provider>.context_window`, else `runner.context_window`;
+/// any of them within 1,000–10,000,000 (`decisions.md` 45).
 #[must_use]
 pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {
     use crate::config::settings::{MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW};
@@ -194,7 +195,7 @@ pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {
         _ => None,
     };
     cached
-        .unwrap_or(rt.settings.context_window)
+        .unwrap_or_else(|| rt.settings.context_window_of(provider))
         .clamp(MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
 }
 
@@ -262,6 +263,18 @@ mod tests {
         assert_eq!(efforts(&rt, "other", "levels"), None);
         // The built-in models have no effort control, cache or not.
         assert_eq!(efforts(&rt, "scripted", "echo"), Some(Vec::new()));
+    }
+
+    #[test]
+    fn the_provider_window_is_between_the_cache_and_the_runner_setting() {
+        let (_d, mut rt) = setup(
+            50_000,
+            Some(serde_json::json!([{"id": "big", "context_window": 400_000}, {"id": "plain"}])),
+        );
+        rt.settings.context_windows.insert("local".into(), 2_048);
+        assert_eq!(context_window(&rt, "local", "big"), 400_000);
+        assert_eq!(context_window(&rt, "local", "plain"), 2_048);
+        assert_eq!(context_window(&rt, "other", "plain"), 50_000);
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub struct Settings {
     /// `providers.<name>.max_output_tokens` where set (built-in HTTP and configured
     /// providers); read it through [`Settings::max_output_tokens_of`].
     pub max_output_tokens: BTreeMap<String, u64>,
+    /// `providers.<name>.context_window` where set; read it through
+    /// [`Settings::context_window_of`].
+    pub context_windows: BTreeMap<String, u64>,
     /// `runner.max_steps`: steps per turn before the run fails with `step_limit`.
     pub max_steps: u32,
     /// `runner.context_window`: tokens assumed when the catalog names no window.
@@ -150,6 +153,7 @@ impl Default for Settings {
             builtin_base_urls: BTreeMap::new(),
             compat: BTreeMap::new(),
             max_output_tokens: BTreeMap::new(),
+            context_windows: BTreeMap::new(),
             max_steps: DEFAULT_MAX_STEPS,
             context_window: DEFAULT_CONTEXT_WINDOW,
             instructions: Vec::new(),
@@ -178,6 +182,18 @@ impl Settings {
             .get(provider)
             .copied()
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)
+    }
+}
+
+impl Settings {
+    /// The context window assumed for `provider` when the catalog names none
+    /// (`decisions.md` 45): its `context_window`, else `runner.context_window`.
+    #[must_use]
+    pub fn context_window_of(&self, provider: &str) -> u64 {
+        self.context_windows
+            .get(provider)
+            .copied()
+            .unwrap_or(self.context_window)
     }
 }
 
@@ -252,6 +268,15 @@ fn max_output_tokens(c: &Map<String, Value>) -> R<Option<u64>> {
     c.get("max_output_tokens")
         .map(|v| int(v, 1, MAX_MAX_OUTPUT_TOKENS, "max_output_tokens"))
         .transpose()
+}
+
+/// `providers.<name>.context_window` into `s`, with `runner.context_window`'s bounds.
+fn provider_window(s: &mut Settings, name: &str, c: &Map<String, Value>) -> R<()> {
+    if let Some(v) = c.get("context_window") {
+        let n = int(v, MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW, "context_window")?;
+        s.context_windows.insert(name.to_owned(), n);
+    }
+    Ok(())
 }
 
 fn policy(v: &Value) -> R<Policy> {
@@ -396,10 +421,11 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                 }
                 "anthropic" | "openai" => {
                     // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
-                    let c = obj(cfg, &["base_url", "max_output_tokens"])?;
+                    let c = obj(cfg, &["base_url", "max_output_tokens", "context_window"])?;
                     if let Some(v) = c.get("base_url") {
                         s.builtin_base_urls.insert(name.clone(), string(v)?);
                     }
+                    provider_window(&mut s, name, c)?;
                     if let Some(n) = max_output_tokens(c)? {
                         s.max_output_tokens.insert(name.clone(), n);
                     }
@@ -416,8 +442,10 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                             "api_key_env",
                             "wire_api",
                             "max_output_tokens",
+                            "context_window",
                         ],
                     )?;
+                    provider_window(&mut s, other, c)?;
                     match c.get("kind") {
                         None if !whole => {}
                         Some(k) if k.as_str() == Some("openai-compatible") => {}
@@ -692,6 +720,26 @@ mod tests {
         for bad in [json!(999), json!(10_000_001), json!(0), json!(true)] {
             assert!(w(bad.clone()).is_err(), "context_window {bad} accepted");
         }
+    }
+
+    #[test]
+    fn a_provider_context_window_has_the_runner_bounds_and_wins_over_it() {
+        for name in ["anthropic", "openai"] {
+            let w = |n: Value| {
+                one(json!({"providers": {name: {"context_window": n}}, "runner": {"context_window": 50_000}}))
+                    .map(|s| s.context_window_of(name))
+            };
+            assert_eq!(w(json!(1_000)), Ok(1_000));
+            assert_eq!(w(json!(10_000_000)), Ok(10_000_000));
+            for bad in [json!(999), json!(10_000_001), json!("2048")] {
+                assert!(w(bad.clone()).is_err(), "context_window {bad} accepted");
+            }
+        }
+        let s = one(compat(json!({"context_window": 2_048}))).unwrap();
+        assert_eq!(s.context_window_of("local"), 2_048);
+        assert_eq!(s.context_window_of("openai"), DEFAULT_CONTEXT_WINDOW);
+        assert!(one(compat(json!({"context_window": 999}))).is_err());
+        assert!(one(json!({"providers": {"scripted": {"context_window": 2_048}}})).is_err());
     }
 
     #[test]

@@ -237,21 +237,28 @@ pub struct Pieces<'a> {
     pub mid: &'a [Item],
     /// The items after the `compaction` record (never cut).
     pub after: &'a [Item],
+    /// The current turn's input when it follows `after` (a turn starting on a compacted
+    /// session); `None` when the current input is `mid`'s first item.
+    pub current: Option<&'a str>,
 }
 
 /// What a compaction replays, built for a `window`-token context whose instructions and tool
-/// definitions take `fixed` bytes (`runner.md` 7). Recent inputs are walked newest first while
-/// they fit in 20% of the window; then, while the whole request passes 50% of it, the oldest
-/// chosen input is left out, then the compacted turn's oldest step (its calls with their
-/// results), then the context text and last the turn's input are cut from their end.
+/// definitions take `fixed` bytes (`runner.md` 7, `decisions.md` 45). Recent inputs are walked
+/// newest first while they fit in 20% of the window; then, while the whole request passes 50%
+/// of it, the oldest chosen input is left out, then the compacted turn's oldest step (its calls
+/// with their results), then the list of files; then the summary is cut (keeping its start,
+/// at least [`SUMMARY_FLOOR`] bytes), and last the turn's input (keeping its first and last
+/// parts, at least [`INPUT_FLOOR`] bytes), each cut marked by a line. The summary and the
+/// current input are never left out, so no user message goes out empty.
 #[must_use]
 pub fn build(pieces: &Pieces<'_>, window: u64, fixed: u64, cwd: &Path) -> Vec<Item> {
     let Pieces {
         summary,
-        files,
+        mut files,
         inputs,
         mid,
         after,
+        current,
     } = *pieces;
     // 1 token per 4 bytes: 20% of the window is 0.8 bytes per token, 50% is 2.
     let recent_budget = window.saturating_mul(4) / 5;
@@ -266,46 +273,96 @@ pub fn build(pieces: &Pieces<'_>, window: u64, fixed: u64, cwd: &Path) -> Vec<It
         recent.push(text);
     }
     recent.reverse();
-    let mut mid = mid.to_vec();
-    let after_bytes = items_bytes(after);
+    let mut turn = Turn {
+        mid: mid.to_vec(),
+        current: current.map(str::to_owned),
+    };
+    let rest = fixed
+        + item_bytes(&Item::Assistant {
+            text: CONTEXT_ACK.to_owned(),
+        })
+        + items_bytes(after);
+    let size = |ctx: &str, turn: &Turn| {
+        rest + item_bytes(&Item::User {
+            text: ctx.to_owned(),
+        }) + turn.bytes()
+    };
     loop {
         let ctx = context_text(summary, files, &recent, cwd);
-        let total = fixed
-            + ctx.len() as u64
-            + items_bytes(&[Item::User {
-                text: String::new(),
-            }])
-            + item_bytes(&Item::Assistant {
-                text: CONTEXT_ACK.to_owned(),
-            })
-            + items_bytes(&mid)
-            + after_bytes;
-        if total <= budget {
-            return assemble(ctx, mid, after);
+        if size(&ctx, &turn) <= budget {
+            return assemble(ctx, turn, after);
         }
         if !recent.is_empty() {
             recent.remove(0);
             continue;
         }
-        if let Some(k) = first_step_end(&mid) {
-            let start = usize::from(matches!(mid.first(), Some(Item::User { .. })));
-            mid.drain(start..k);
+        if let Some(k) = first_step_end(&turn.mid) {
+            let start = usize::from(matches!(turn.mid.first(), Some(Item::User { .. })));
+            turn.mid.drain(start..k);
             continue;
         }
-        // Only text is left to cut: the context first, then the turn's input.
-        let mut excess = usize::try_from(total - budget).unwrap_or(usize::MAX);
-        let keep = ctx.len().saturating_sub(excess);
-        excess -= ctx.len() - keep;
-        let ctx = crate::util::text::bounded(&ctx, keep);
-        if let Some(Item::User { text }) = mid.first_mut() {
-            let keep = text.len().saturating_sub(excess);
-            *text = crate::util::text::bounded(text, keep);
+        if !files.is_empty() {
+            files = &[];
+            continue;
         }
-        return assemble(ctx, mid, after);
+        break;
+    }
+    // Only the summary and the turn's input are left: the summary first, down to its floor.
+    let whole = size(&context_text(summary, &[], &[], cwd), &turn);
+    let excess = usize::try_from(whole.saturating_sub(budget)).unwrap_or(usize::MAX);
+    let keep = summary
+        .len()
+        .saturating_sub(excess)
+        .max(SUMMARY_FLOOR.min(summary.len()));
+    let ctx = context_text(&cut::keep_start(summary, keep), &[], &[], cwd);
+    let over = size(&ctx, &turn).saturating_sub(budget);
+    if over > 0 {
+        if let Some(text) = turn.input_mut() {
+            let excess = usize::try_from(over).unwrap_or(usize::MAX);
+            let keep = text
+                .len()
+                .saturating_sub(excess)
+                .max(INPUT_FLOOR.min(text.len()));
+            *text = cut::keep_ends(text, keep);
+        }
+    }
+    assemble(ctx, turn, after)
+}
+
+/// Bytes of the summary a cut keeps at least, so a small window still carries its start.
+pub const SUMMARY_FLOOR: usize = 512;
+/// Bytes of the turn's input a cut keeps at least (its first and last parts).
+pub const INPUT_FLOOR: usize = 512;
+
+/// The compacted turn: its items from its input, and the current input when it comes last.
+struct Turn {
+    mid: Vec<Item>,
+    current: Option<String>,
+}
+
+impl Turn {
+    fn bytes(&self) -> u64 {
+        items_bytes(&self.mid)
+            + self
+                .current
+                .as_ref()
+                .map_or(0, |t| item_bytes(&Item::User { text: t.to_owned() }))
+    }
+
+    /// The input a cut may shorten: the current one, else the compacted turn's.
+    fn input_mut(&mut self) -> Option<&mut String> {
+        if let Some(t) = self.current.as_mut() {
+            return Some(t);
+        }
+        match self.mid.first_mut() {
+            Some(Item::User { text }) => Some(text),
+            _ => None,
+        }
     }
 }
 
-fn assemble(ctx: String, mut mid: Vec<Item>, after: &[Item]) -> Vec<Item> {
+fn assemble(ctx: String, turn: Turn, after: &[Item]) -> Vec<Item> {
+    let Turn { mut mid, current } = turn;
     let mut items = vec![
         Item::User { text: ctx },
         Item::Assistant {
@@ -314,8 +371,11 @@ fn assemble(ctx: String, mut mid: Vec<Item>, after: &[Item]) -> Vec<Item> {
     ];
     items.append(&mut mid);
     items.extend_from_slice(after);
+    items.extend(current.map(|text| Item::User { text }));
     items
 }
+
+pub mod cut;
 
 #[cfg(test)]
 mod tests;

@@ -461,10 +461,10 @@ impl Decoder {
                         _ => json!({}),
                     }
                 } else {
-                    match serde_json::from_str::<Value>(&json) {
-                        Ok(v @ Value::Object(_)) => v,
-                        _ => return Err(DecodeError::Invalid),
-                    }
+                    // Input that is not a JSON object is the model's mistake, not a broken
+                    // stream: the call gets an "invalid input" error result, as on every wire
+                    // (`runner.md` 2).
+                    super::model::parse_arguments(&json)
                 };
                 Ok(vec![ModelEvent::ToolCall {
                     call_id: id,
@@ -845,9 +845,11 @@ mod tests {
         assert_eq!(run(&[]), call(json!({})));
         assert_eq!(run(&["", ""]), call(json!({})));
         assert_eq!(run(&["{\"a\":", "[1]}"]), call(json!({"a": [1]})));
-        assert_eq!(run(&["[1]"]), Err(DecodeError::Invalid));
-        assert_eq!(run(&["{\"a\":"]), Err(DecodeError::Invalid));
-        assert_eq!(run(&["\"s\""]), Err(DecodeError::Invalid));
+        // Input that does not parse as an object is kept as its text: the call is answered
+        // with an "invalid input" error result, the stream goes on.
+        assert_eq!(run(&["[1]"]), call(json!("[1]")));
+        assert_eq!(run(&["{\"a\":"]), call(json!("{\"a\":")));
+        assert_eq!(run(&["\"s\""]), call(json!("\"s\"")));
         // A whole input in content_block_start and no fragments is taken as it is.
         let mut d = started();
         let whole = json!({"type": "tool_use", "id": "t", "name": "n", "input": {"p": 1}});

@@ -164,6 +164,9 @@ impl HttpModel {
             if n == 0 {
                 return Err(if seen_event {
                     Attempt::Fail(StepFailure::StreamInvalid)
+                } else if total == 0 {
+                    // Not a byte: how local servers answer an overflowing streamed request.
+                    Attempt::Retry(StepFailure::EmptyReply, None)
                 } else {
                     Attempt::Retry(StepFailure::StreamInvalid, None)
                 });
@@ -210,11 +213,15 @@ impl ModelClient for HttpModel {
         let wire = wire(self.target.wire);
         let body = (wire.body)(req).to_string();
         let mut retries = 0;
+        // Whether every attempt so far was an empty `200`.
+        let mut all_empty = true;
         loop {
             if cancel.is_cancelled() {
                 return Err(StepFailure::Cancelled);
             }
-            match self.attempt(&wire, &body, cancel, sink) {
+            let attempt = self.attempt(&wire, &body, cancel, sink);
+            all_empty &= matches!(attempt, Err(Attempt::Retry(StepFailure::EmptyReply, _)));
+            match attempt {
                 Ok(()) => return Ok(()),
                 Err(Attempt::Retry(_, after)) if retries < MAX_RETRIES => {
                     let wait = after.unwrap_or_else(|| backoff(retries, jitter()));
@@ -227,6 +234,8 @@ impl ModelClient for HttpModel {
                 Err(Attempt::Retry(f, _) | Attempt::Fail(f)) => {
                     return Err(if cancel.is_cancelled() {
                         StepFailure::Cancelled
+                    } else if f == StepFailure::EmptyReply && !all_empty {
+                        StepFailure::StreamInvalid
                     } else {
                         f
                     });

@@ -178,6 +178,9 @@ pub enum StepFailure {
     Status(u16),
     /// A malformed stream, or one that ended before its terminal (`provider_stream_invalid`).
     StreamInvalid,
+    /// Every attempt ended in a `200` with an empty body (`provider_stream_invalid`, unless
+    /// the turn loop reads it as a context overflow: `decisions.md` 46).
+    EmptyReply,
     /// The provider sent an error (`provider_error`).
     Remote,
     /// The prompt does not fit the model's context (`context_overflow`).
@@ -195,7 +198,7 @@ impl StepFailure {
             Self::Unreachable => "provider_unreachable",
             Self::Auth => "provider_auth",
             Self::Status(_) => "provider_status",
-            Self::StreamInvalid => "provider_stream_invalid",
+            Self::StreamInvalid | Self::EmptyReply => "provider_stream_invalid",
             Self::Remote | Self::Scripted => "provider_error",
             Self::ContextOverflow => "context_overflow",
         })
@@ -210,6 +213,9 @@ impl StepFailure {
             Self::Auth => "the provider refused the credentials".to_owned(),
             Self::Status(n) => format!("the provider answered HTTP status {n}"),
             Self::StreamInvalid => "the provider's stream was malformed or cut short".to_owned(),
+            Self::EmptyReply => {
+                "the provider answered every attempt with an empty stream".to_owned()
+            }
             Self::Remote => "the provider reported an error".to_owned(),
             Self::ContextOverflow => "the conversation does not fit the model's context".to_owned(),
             Self::Scripted => "the scripted provider failed the step".to_owned(),

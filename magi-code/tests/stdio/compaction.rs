@@ -248,6 +248,13 @@ fn a_step_that_overflows_after_compaction_fails_the_run() {
     assert_eq!(fin["outcome"], "failed", "{frames:#?}");
     assert_eq!(fin["error_code"], "execution_failed");
     assert_eq!(diagnostic_codes(&frames), ["context_overflow"]);
+    let d = &events(&frames, "diagnostic")[0]["data"]["summary"];
+    assert!(
+        d.as_str()
+            .unwrap()
+            .contains("providers.local.context_window"),
+        "{d}"
+    );
     assert_eq!(compactions(&frames), ["started", "completed"]);
     let seen: Vec<Value> = (0..3).map(|_| llm.next(WAIT).body).collect();
     assert_summary_request(&seen[1]);

@@ -51,6 +51,7 @@ fn recent_inputs_walk_newest_first_within_20_percent() {
             inputs: &inputs,
             mid: &[u("now")],
             after: &[],
+            current: None,
         },
         1_000,
         0,
@@ -89,6 +90,7 @@ fn inputs_text(inputs: &[String]) -> String {
             inputs,
             mid: &[],
             after: &[],
+            current: None,
         },
         1_000,
         0,
@@ -114,6 +116,7 @@ fn files_are_relative_to_the_cwd_once_each() {
             inputs: &[],
             mid: &[],
             after: &[],
+            current: None,
         },
         10_000,
         0,
@@ -146,6 +149,7 @@ fn the_replay_is_cut_to_half_the_window() {
             inputs: &["old".into()],
             mid: &mid,
             after: &[],
+            current: None,
         },
         1_000,
         500,
@@ -178,13 +182,130 @@ fn the_replay_is_cut_to_half_the_window() {
             inputs: &[],
             mid: &huge,
             after: &[],
+            current: None,
         },
         1_000,
         500,
         Path::new("/w"),
     );
     assert!(total(&items, 500) <= 2_000, "{}", total(&items, 500));
-    assert!(matches!(&items[2], Item::User { .. }));
+    let (Item::User { text: ctx }, Item::User { text: input }) = (&items[0], &items[2]) else {
+        panic!("{items:?}")
+    };
+    assert!(
+        ctx.contains("sss\n[") && ctx.contains(" bytes left out]"),
+        "{ctx}"
+    );
+    assert!(
+        input.starts_with("ttt") && input.ends_with("ttt"),
+        "{input}"
+    );
+    assert!(input.contains(" bytes left out]\n"), "{input}");
+}
+
+/// The replay of `summary` and a current input `now` beside `fixed` bytes in a 1,000-token
+/// window (2,000 bytes for its half).
+fn replay(summary: &str, files: &[String], now: &str, fixed: u64) -> Vec<Item> {
+    build(
+        &Pieces {
+            summary,
+            files,
+            inputs: &[],
+            mid: &[],
+            after: &[Item::Assistant { text: "a".into() }],
+            current: Some(now),
+        },
+        1_000,
+        fixed,
+        Path::new("/w"),
+    )
+}
+
+fn texts(items: &[Item]) -> (&str, &str) {
+    match (&items[0], items.last()) {
+        (Item::User { text: c }, Some(Item::User { text: n })) => (c, n),
+        _ => panic!("{items:?}"),
+    }
+}
+
+#[test]
+fn the_summary_is_cut_before_the_input_and_each_cut_says_how_many_bytes() {
+    // The largest summary that fits whole, then one byte more: only the summary is cut.
+    let cut_at = |n: usize| {
+        let items = replay(&"s".repeat(n), &[], "now", 1_000);
+        texts(&items).0.contains("left out")
+    };
+    let mut n = 0;
+    while !cut_at(n + 1) {
+        n += 1;
+    }
+    let whole = replay(&"s".repeat(n), &[], "now", 1_000);
+    assert!(!texts(&whole).0.contains("left out"));
+    assert_eq!(
+        total(&whole, 1_000),
+        2_000,
+        "the largest summary kept whole fills the half"
+    );
+    let cut = replay(&"s".repeat(n + 1), &[], "now", 1_000);
+    let (ctx, now) = texts(&cut);
+    assert!(
+        ctx.contains("\n[") && ctx.ends_with(" bytes left out]"),
+        "{ctx}"
+    );
+    let kept = ctx
+        .split("## Summary\n")
+        .nth(1)
+        .unwrap()
+        .split('\n')
+        .next()
+        .unwrap()
+        .len();
+    assert!(
+        ctx.ends_with(&format!("[{} bytes left out]", n + 1 - kept)),
+        "{ctx}"
+    );
+    assert_eq!(now, "now", "the input is whole while the summary can give");
+    assert!(total(&cut, 1_000) <= 2_000);
+    // The list of files goes before the summary is cut.
+    let files = vec!["/w/f.rs".to_owned()];
+    let listed = replay(&"s".repeat(n), &files, "now", 1_000);
+    let (ctx, _) = texts(&listed);
+    assert!(!ctx.contains("f.rs") && !ctx.contains("left out"), "{ctx}");
+}
+
+#[test]
+fn a_fixed_part_past_half_the_window_leaves_both_pieces_at_their_floor_never_empty() {
+    let summary = "s".repeat(3_000);
+    let now = format!("FIRST{}LAST", "m".repeat(3_000));
+    let items = replay(&summary, &[], &now, 5_000);
+    let (ctx, input) = texts(&items);
+    assert_eq!(items.len(), 4, "{items:?}");
+    let kept = ctx
+        .split("## Summary\n")
+        .nth(1)
+        .unwrap()
+        .split('\n')
+        .next()
+        .unwrap()
+        .len();
+    assert!(
+        (SUMMARY_FLOOR - 40..=SUMMARY_FLOOR).contains(&kept),
+        "{kept}"
+    );
+    assert!(
+        (INPUT_FLOOR - 30..=INPUT_FLOOR).contains(&input.len()),
+        "{}",
+        input.len()
+    );
+    assert!(
+        input.starts_with("FIRST") && input.ends_with("LAST"),
+        "{input}"
+    );
+    // Pieces shorter than their floor stay whole.
+    let items = replay("short", &[], "tiny", 1_000_000);
+    let (ctx, input) = texts(&items);
+    assert!(ctx.contains("## Summary\nshort"), "{ctx}");
+    assert_eq!(input, "tiny");
 }
 
 fn rec(body: Body) -> Record {
