@@ -2,6 +2,7 @@
 //! winning answer each; once answered, expired or cancelled a question is closed, and later
 //! answers are refused. Approvals and client tool calls are both this table.
 
+use crate::util::clock::Deadline;
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -73,34 +74,57 @@ impl<A> Answers<A> {
 
     /// Waits for the answer at most `timeout`, checking `cancelled`; closes the question.
     pub fn wait(&self, id: &str, timeout: Duration, cancelled: &dyn Fn() -> bool) -> Waited<A> {
-        let end = Instant::now() + timeout;
+        let end = Deadline::after(Instant::now(), timeout);
         let mut s = self.lock();
-        let outcome = loop {
-            let Some(p) = s.get_mut(id) else {
-                break Waited::Cancelled;
-            };
-            if let Some(a) = p.answer.take() {
-                break Waited::Answered(a);
-            }
-            if cancelled() {
-                break Waited::Cancelled;
-            }
-            let now = Instant::now();
-            if now >= end {
-                break Waited::TimedOut;
+        loop {
+            if let Some(w) = Self::decide(&mut s, id, end, cancelled, Instant::now()) {
+                return w;
             }
             // Short slices so cancellation is seen promptly.
-            let slice = (end - now).min(Duration::from_millis(50));
+            let slice = end.left(Instant::now()).min(Duration::from_millis(50));
             s = self
                 .cv
                 .wait_timeout(s, slice)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
-        };
-        if let Some(p) = s.get_mut(id) {
-            p.open = false;
         }
-        outcome
+    }
+
+    /// How the wait for `id` stands at `now` against `end`: `None` while it goes on; once it
+    /// ends the question is closed. The sans-IO step of [`Self::wait`], so expiry is tested on
+    /// a virtual clock.
+    pub fn poll(
+        &self,
+        id: &str,
+        end: Deadline,
+        cancelled: &dyn Fn() -> bool,
+        now: Instant,
+    ) -> Option<Waited<A>> {
+        Self::decide(&mut self.lock(), id, end, cancelled, now)
+    }
+
+    fn decide(
+        s: &mut HashMap<String, Pending<A>>,
+        id: &str,
+        end: Deadline,
+        cancelled: &dyn Fn() -> bool,
+        now: Instant,
+    ) -> Option<Waited<A>> {
+        // A forgotten question (the run ended) waits no more.
+        let Some(p) = s.get_mut(id) else {
+            return Some(Waited::Cancelled);
+        };
+        let outcome = if let Some(a) = p.answer.take() {
+            Waited::Answered(a)
+        } else if cancelled() {
+            Waited::Cancelled
+        } else if end.passed(now) {
+            Waited::TimedOut
+        } else {
+            return None;
+        };
+        p.open = false;
+        Some(outcome)
     }
 
     /// Forgets every question (the run ended); later answers are refused.

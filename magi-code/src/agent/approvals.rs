@@ -43,12 +43,7 @@ impl Approvals {
         timeout: Duration,
         cancelled: &dyn Fn() -> bool,
     ) -> Decision {
-        match self.0.wait(approval_id, timeout, cancelled) {
-            Waited::Answered(true) => Decision::Allowed,
-            Waited::Answered(false) => Decision::Denied,
-            Waited::TimedOut => Decision::Expired,
-            Waited::Cancelled => Decision::Cancelled,
-        }
+        decision(self.0.wait(approval_id, timeout, cancelled))
     }
 
     /// Forgets every approval (the run ended); later answers are stale.
@@ -57,10 +52,55 @@ impl Approvals {
     }
 }
 
+fn decision(w: Waited<bool>) -> Decision {
+    match w {
+        Waited::Answered(true) => Decision::Allowed,
+        Waited::Answered(false) => Decision::Denied,
+        Waited::TimedOut => Decision::Expired,
+        Waited::Cancelled => Decision::Cancelled,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::clock::Deadline;
     use std::time::Instant;
+
+    /// The approval `id` as it stands `ms` virtual milliseconds after it was asked at `t0`.
+    fn at(a: &Approvals, id: &str, t0: Instant, ms: u64) -> Option<Decision> {
+        let end = Deadline::after(t0, APPROVAL_EXPIRY);
+        a.0.poll(id, end, &|| false, t0 + Duration::from_millis(ms))
+            .map(decision)
+    }
+
+    #[test]
+    fn an_approval_expires_at_sixty_seconds_on_a_virtual_clock() {
+        assert_eq!(APPROVAL_EXPIRY, Duration::from_secs(60));
+        let a = Approvals::default();
+        let t0 = Instant::now();
+        a.open("r", "late");
+        assert_eq!(at(&a, "late", t0, 59_999), None, "still open");
+        assert!(
+            a.answer("r", "late", true),
+            "answered in its last millisecond"
+        );
+        assert_eq!(at(&a, "late", t0, 59_999), Some(Decision::Allowed));
+        a.open("r", "never");
+        assert_eq!(at(&a, "never", t0, 0), None);
+        assert_eq!(at(&a, "never", t0, 59_999), None);
+        assert_eq!(at(&a, "never", t0, 60_000), Some(Decision::Expired));
+        assert!(
+            !a.answer("r", "never", true),
+            "an expired approval is stale"
+        );
+        a.open("r", "denied");
+        assert!(a.answer("r", "denied", false));
+        assert_eq!(at(&a, "denied", t0, 60_000), Some(Decision::Denied));
+        a.open("r", "gone");
+        a.clear();
+        assert_eq!(at(&a, "gone", t0, 1), Some(Decision::Cancelled));
+    }
 
     #[test]
     fn one_winning_answer_and_expiry() {
@@ -74,14 +114,6 @@ mod tests {
             Decision::Allowed
         );
         assert!(!a.answer("r", "x", true), "closed");
-        a.open("r", "y");
-        let t = Instant::now();
-        assert_eq!(
-            a.wait("y", Duration::from_millis(120), &|| false),
-            Decision::Expired
-        );
-        assert!(t.elapsed() >= Duration::from_millis(120));
-        assert!(!a.answer("r", "y", true), "expired approvals are stale");
         a.open("r", "z");
         assert_eq!(
             a.wait("z", Duration::from_secs(10), &|| true),

@@ -42,11 +42,7 @@ impl ClientCalls {
 
     /// Waits for the answer at most `timeout`, checking `cancelled`; closes the call.
     pub fn wait(&self, call_id: &str, timeout: Duration, cancelled: &dyn Fn() -> bool) -> CallEnd {
-        match self.0.wait(call_id, timeout, cancelled) {
-            Waited::Answered((ok, output)) => CallEnd::Answered { ok, output },
-            Waited::TimedOut => CallEnd::TimedOut,
-            Waited::Cancelled => CallEnd::Cancelled,
-        }
+        call_end(self.0.wait(call_id, timeout, cancelled))
     }
 
     /// Forgets every call (the run ended); later answers are stale.
@@ -55,9 +51,18 @@ impl ClientCalls {
     }
 }
 
+fn call_end(w: Waited<(bool, String)>) -> CallEnd {
+    match w {
+        Waited::Answered((ok, output)) => CallEnd::Answered { ok, output },
+        Waited::TimedOut => CallEnd::TimedOut,
+        Waited::Cancelled => CallEnd::Cancelled,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::clock::Deadline;
     use std::time::Instant;
 
     #[test]
@@ -78,26 +83,42 @@ mod tests {
         assert!(!c.answer("r", "unknown", true, String::new()));
     }
 
+    /// Call `id` as it stands `ms` virtual milliseconds after it was sent at `t0`.
+    fn at(c: &ClientCalls, id: &str, t0: Instant, ms: u64, cancelled: bool) -> Option<CallEnd> {
+        let end = Deadline::after(t0, CLIENT_TOOL_TIMEOUT);
+        c.0.poll(id, end, &|| cancelled, t0 + Duration::from_millis(ms))
+            .map(call_end)
+    }
+
     #[test]
-    fn timeout_and_cancel_close_the_call() {
+    fn a_call_times_out_at_120_seconds_on_a_virtual_clock_and_cancel_closes_it() {
+        assert_eq!(CLIENT_TOOL_TIMEOUT, Duration::from_secs(120));
         let c = ClientCalls::default();
-        c.open("r", "y");
-        let t = Instant::now();
-        assert_eq!(
-            c.wait("y", Duration::from_millis(120), &|| false),
-            CallEnd::TimedOut
+        let t0 = Instant::now();
+        c.open("r", "late");
+        assert_eq!(at(&c, "late", t0, 119_999, false), None, "still open");
+        assert!(
+            c.answer("r", "late", true, "ok".into()),
+            "its last millisecond"
         );
-        assert!(t.elapsed() >= Duration::from_millis(120));
+        assert_eq!(
+            at(&c, "late", t0, 119_999, false),
+            Some(CallEnd::Answered {
+                ok: true,
+                output: "ok".into()
+            })
+        );
+        c.open("r", "y");
+        assert_eq!(at(&c, "y", t0, 119_999, false), None);
+        assert_eq!(at(&c, "y", t0, 120_000, false), Some(CallEnd::TimedOut));
         assert!(!c.answer("r", "y", true, String::new()), "timed out");
         c.open("r", "z");
-        assert_eq!(
-            c.wait("z", Duration::from_secs(10), &|| true),
-            CallEnd::Cancelled
-        );
+        assert_eq!(at(&c, "z", t0, 1, true), Some(CallEnd::Cancelled));
         assert!(!c.answer("r", "z", true, String::new()), "cancelled");
         c.open("r", "w");
         c.clear();
         assert!(!c.answer("r", "w", true, String::new()), "run ended");
+        assert_eq!(at(&c, "w", t0, 1, false), Some(CallEnd::Cancelled));
     }
 
     #[test]

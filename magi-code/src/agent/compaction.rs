@@ -152,6 +152,9 @@ pub enum Compacted {
     Failed,
     /// The run was cancelled meanwhile.
     Cancelled,
+    /// Its records could not be appended: the history no longer holds what the loop would go
+    /// on with, so the run ends `persistence_failed` with persistence `degraded`.
+    Unstored,
 }
 
 /// Collects the summary's text; nothing is streamed to the client (it is not a message).
@@ -368,8 +371,16 @@ pub fn compact(
         ActivityState::Started,
         "summarizing the conversation",
     );
-    let _ = out.append(std::slice::from_ref(&started));
-    c.note(std::slice::from_ref(&started));
+    if !store(out, c, std::slice::from_ref(&started)) {
+        // Closed for the client; its record could not be stored either.
+        activity(
+            out,
+            &id,
+            ActivityState::Failed,
+            "the compaction could not be stored",
+        );
+        return Compacted::Unstored;
+    }
     let result = summarize(out, client, items, p, c.window);
     let cancelled = out.ctx.cancel.is_cancelled() || out.output_lost;
     let summary = match result {
@@ -386,8 +397,9 @@ pub fn compact(
                 ActivityState::Failed,
                 &format!("the summary request failed ({why})"),
             );
-            let _ = out.append(std::slice::from_ref(&done));
-            c.note(std::slice::from_ref(&done));
+            if !store(out, c, std::slice::from_ref(&done)) {
+                return Compacted::Unstored;
+            }
             if cancelled {
                 return Compacted::Cancelled;
             }
@@ -421,10 +433,21 @@ pub fn compact(
         &format!("summarized {} records", c.through),
     );
     let records = [record, done];
-    let _ = out.append(&records);
-    c.note(&records);
+    if !store(out, c, &records) {
+        return Compacted::Unstored;
+    }
     c.last_input = None;
     Compacted::Done
+}
+
+/// Appends compaction records and notes them; false when the append failed (every append
+/// outcome is the run's to act on, never dropped).
+fn store(out: &RunOutput<'_>, c: &mut Compactor, records: &[Record]) -> bool {
+    if out.append(records).is_err() {
+        return false;
+    }
+    c.note(records);
+    true
 }
 
 /// Records the turn's stored input with the compactor: its record index comes from the

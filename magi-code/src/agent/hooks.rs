@@ -5,6 +5,7 @@
 use super::emit::RunOutput;
 use crate::config::Hook;
 use crate::util::cancel::Cancel;
+use crate::util::clock::{Clock, Deadline, RealClock};
 use crate::util::proc::{kill_group, shell_command, take_output};
 use serde_json::{json, Value};
 use std::io::{self, Write};
@@ -12,14 +13,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long one hook may run before its process group is killed.
 pub const HOOK_RUN: Duration = Duration::from_secs(10);
-/// Environment variable that shortens [`HOOK_RUN`] (milliseconds, 1–10,000) so tests need
-/// not wait 10 s; it can never lengthen it.
-pub const HOOK_RUN_ENV: &str = "MAGI_CODE_HOOK_RUN_MS";
 /// What the model gets for a call a `pre_tool` hook blocked.
 pub const BLOCKED: &str = "blocked by a hook";
 /// The exit status with which a `pre_tool` hook blocks the call.
@@ -36,21 +33,6 @@ pub enum HookEnd {
     Failed(String),
     /// The run's cancellation stopped it (its group was killed).
     Cancelled,
-}
-
-/// The bound of one hook run: [`HOOK_RUN`], or a shorter one from [`HOOK_RUN_ENV`].
-#[must_use]
-pub fn run_bound() -> Duration {
-    static BOUND: OnceLock<Duration> = OnceLock::new();
-    *BOUND.get_or_init(|| bound_from(std::env::var(HOOK_RUN_ENV).ok().as_deref()))
-}
-
-/// [`HOOK_RUN`] unless `v` is a whole number of milliseconds in 1–10,000.
-fn bound_from(v: Option<&str>) -> Duration {
-    v.and_then(|s| s.parse::<u64>().ok())
-        .map(Duration::from_millis)
-        .filter(|d| !d.is_zero() && *d <= HOOK_RUN)
-        .unwrap_or(HOOK_RUN)
 }
 
 fn phrase_of(d: Duration) -> String {
@@ -119,8 +101,9 @@ fn run_hook(out: &RunOutput<'_>, hook: &Hook, stdin: &Value) -> HookEnd {
         &hook.command,
         &out.ctx.rt.cwd,
         bytes,
-        run_bound(),
+        HOOK_RUN,
         out.ctx.cancel,
+        &RealClock,
     )
 }
 
@@ -136,13 +119,17 @@ fn failed(out: &mut RunOutput<'_>, event: &str, end: &HookEnd) {
 
 /// Runs `command` with `/bin/sh -c` in `cwd` in its own process group, `stdin` written to it
 /// and its output discarded, until the shell has exited and its pipes have closed, at most
-/// `bound` (then, or on cancellation, the whole group is killed).
-pub fn run(command: &str, cwd: &Path, stdin: Vec<u8>, bound: Duration, cancel: &Cancel) -> HookEnd {
-    let end = Instant::now() + bound;
-    let spawned = shell_command(command, cwd)
-        .env_remove(HOOK_RUN_ENV)
-        .stdin(Stdio::piped())
-        .spawn();
+/// `bound` on `clock` (then, or on cancellation, the whole group is killed).
+pub fn run(
+    command: &str,
+    cwd: &Path,
+    stdin: Vec<u8>,
+    bound: Duration,
+    cancel: &Cancel,
+    clock: &dyn Clock,
+) -> HookEnd {
+    let end = Deadline::after(clock.now(), bound);
+    let spawned = shell_command(command, cwd).stdin(Stdio::piped()).spawn();
     let Ok(mut child) = spawned else {
         return HookEnd::Failed("failed to start".to_owned());
     };
@@ -179,7 +166,7 @@ pub fn run(command: &str, cwd: &Path, stdin: Vec<u8>, bound: Duration, cancel: &
     }
     drop(tx);
     let status = loop {
-        if let Some(e) = past(cancel, end, bound) {
+        if let Some(e) = past(cancel, end, bound, clock.now()) {
             stop(&mut child, pid);
             return e;
         }
@@ -191,16 +178,17 @@ pub fn run(command: &str, cwd: &Path, stdin: Vec<u8>, bound: Duration, cancel: &
                 return HookEnd::Failed("i/o error".to_owned());
             }
         }
-        let _ = cancel.sleep(POLL.min(end.saturating_duration_since(Instant::now())));
+        // A cancelled sleep is seen by `past` on the next turn.
+        let _ = clock.sleep(POLL.min(end.left(clock.now())), cancel);
     };
     // A process the hook left behind may hold its pipes: the hook lasts until they close,
     // within the same bound.
     while open > 0 {
-        if let Some(e) = past(cancel, end, bound) {
+        if let Some(e) = past(cancel, end, bound, clock.now()) {
             kill_group(pid);
             return e;
         }
-        match done.recv_timeout(POLL) {
+        match clock.recv(&done, POLL) {
             Ok(()) => open -= 1,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
@@ -213,10 +201,11 @@ pub fn run(command: &str, cwd: &Path, stdin: Vec<u8>, bound: Duration, cancel: &
     }
 }
 
-fn past(cancel: &Cancel, end: Instant, bound: Duration) -> Option<HookEnd> {
+/// Whether the hook must stop at `now`: cancelled, or its bound reached.
+fn past(cancel: &Cancel, end: Deadline, bound: Duration, now: Instant) -> Option<HookEnd> {
     if cancel.is_cancelled() {
         Some(HookEnd::Cancelled)
-    } else if Instant::now() >= end {
+    } else if end.passed(now) {
         Some(HookEnd::Failed(phrase_of(bound)))
     } else {
         None
@@ -230,149 +219,4 @@ fn stop(child: &mut Child, pid: u32) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::process::Command;
-
-    fn go(cmd: &str, bound: Duration) -> HookEnd {
-        let d = tempfile::tempdir().unwrap();
-        run(cmd, d.path(), b"{}".to_vec(), bound, &Cancel::default())
-    }
-
-    /// Waits (bounded) until the process group whose ID the hook wrote to `dir/pgid` is gone.
-    fn group_gone(dir: &Path) {
-        let pgid: i64 = std::fs::read_to_string(dir.join("pgid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(2);
-        loop {
-            let alive = Command::new("/bin/sh")
-                .arg("-c")
-                .arg(format!("kill -0 -- -{pgid} 2>/dev/null"))
-                .status()
-                .unwrap()
-                .success();
-            if !alive {
-                return;
-            }
-            assert!(Instant::now() < end, "process group {pgid} still alive");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    #[test]
-    fn the_bound_is_ten_seconds_and_only_shortens() {
-        assert_eq!(HOOK_RUN, Duration::from_secs(10));
-        assert_eq!(bound_from(None), HOOK_RUN);
-        assert_eq!(bound_from(Some("1")), Duration::from_millis(1));
-        assert_eq!(bound_from(Some("10000")), HOOK_RUN);
-        for bad in ["0", "10001", "-5", "1.5", "", "soon"] {
-            assert_eq!(bound_from(Some(bad)), HOOK_RUN, "{bad}");
-        }
-        assert_eq!(phrase_of(HOOK_RUN), "timed out after 10 s");
-        assert_eq!(
-            phrase_of(Duration::from_millis(300)),
-            "timed out after 300 ms"
-        );
-    }
-
-    #[test]
-    fn exit_statuses_and_stdin() {
-        assert_eq!(go("exit 0", HOOK_RUN), HookEnd::Exit(0));
-        assert_eq!(go("exit 2", HOOK_RUN), HookEnd::Exit(2));
-        assert_eq!(go("exit 7", HOOK_RUN), HookEnd::Exit(7));
-        assert_eq!(
-            go("kill -9 $$", HOOK_RUN),
-            HookEnd::Failed("killed by signal 9".into())
-        );
-        assert_eq!(go(r#"[ "$(cat)" = "{}" ]"#, HOOK_RUN), HookEnd::Exit(0));
-    }
-
-    #[test]
-    fn a_hook_within_its_bound_passes_and_one_past_it_is_killed_with_its_group() {
-        let bound = Duration::from_millis(1_500);
-        // Well inside the bound, loud on both pipes: output is drained, never blocking it.
-        assert_eq!(
-            go(
-                "head -c 300000 /dev/zero; head -c 300000 /dev/zero >&2; sleep 0.2",
-                bound
-            ),
-            HookEnd::Exit(0)
-        );
-        let d = tempfile::tempdir().unwrap();
-        let t = Instant::now();
-        let end = run(
-            "echo $$ > pgid; sleep 30 & sleep 30",
-            d.path(),
-            Vec::new(),
-            bound,
-            &Cancel::default(),
-        );
-        assert_eq!(end, HookEnd::Failed("timed out after 1500 ms".into()));
-        let took = t.elapsed();
-        assert!(
-            took >= bound && took < bound + Duration::from_secs(1),
-            "{took:?}"
-        );
-        group_gone(d.path());
-    }
-
-    #[test]
-    fn a_background_process_holding_the_pipes_runs_into_the_bound() {
-        let bound = Duration::from_millis(400);
-        assert_eq!(
-            go("sleep 30 & exit 0", bound),
-            HookEnd::Failed("timed out after 400 ms".into())
-        );
-    }
-
-    #[test]
-    fn cancellation_stops_a_running_hook_promptly() {
-        let d = tempfile::tempdir().unwrap();
-        let cancel = std::sync::Arc::new(Cancel::default());
-        let c = std::sync::Arc::clone(&cancel);
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            c.cancel();
-        });
-        let began = Instant::now();
-        let end = run(
-            "echo $$ > pgid; sleep 30",
-            d.path(),
-            Vec::new(),
-            HOOK_RUN,
-            &cancel,
-        );
-        t.join().unwrap();
-        assert_eq!(end, HookEnd::Cancelled);
-        assert!(began.elapsed() < Duration::from_secs(1));
-        group_gone(d.path());
-    }
-
-    #[test]
-    fn a_missing_cwd_fails_to_start() {
-        let end = run(
-            "true",
-            Path::new("/nonexistent/hook/cwd"),
-            Vec::new(),
-            HOOK_RUN,
-            &Cancel::default(),
-        );
-        assert_eq!(end, HookEnd::Failed("failed to start".into()));
-    }
-
-    #[test]
-    fn a_hook_that_never_reads_a_large_stdin_still_ends() {
-        let d = tempfile::tempdir().unwrap();
-        let end = run(
-            "exit 0",
-            d.path(),
-            vec![b'x'; 1 << 20],
-            Duration::from_secs(5),
-            &Cancel::default(),
-        );
-        assert_eq!(end, HookEnd::Exit(0));
-    }
-}
+mod tests;

@@ -198,8 +198,11 @@ pub fn run(job: &TitleJob, rt: &Runtime, session: &Mutex<SessionState>, cancel: 
         return;
     }
     let record = Record::now(&job.session_id, Body::Title { title });
-    // Silent: a failed append leaves no title, and the turn records are untouched.
-    let _ = session::append_unseen(rt, a, &[record]);
+    // Handled by being silent (`runner.md` 7): a failed append leaves no title, the turn
+    // records are untouched, and the run that asked has already ended.
+    if session::append_unseen(rt, a, &[record]).is_err() {
+        drop(st);
+    }
 }
 
 #[cfg(test)]

@@ -238,9 +238,17 @@ pub fn execute(
                 p.max_output_tokens,
             );
         }
-        if compacted == Compacted::Cancelled {
-            end = End::Cancelled;
-            break;
+        match compacted {
+            Compacted::Cancelled => {
+                end = End::Cancelled;
+                break;
+            }
+            Compacted::Unstored => {
+                degraded = true;
+                end = End::Failed(ErrorCode::PersistenceFailed);
+                break;
+            }
+            Compacted::Done | Compacted::Skipped | Compacted::Failed => {}
         }
         // Every earlier record of the run is appended by now: measure what is left exactly.
         content.refresh(out);
@@ -293,9 +301,17 @@ pub fn execute(
             && !cancel.is_cancelled()
         {
             retried = true;
-            if compaction::compact(out, client, &mut comp, &mut items, p) == Compacted::Done {
-                steps -= 1;
-                continue;
+            match compaction::compact(out, client, &mut comp, &mut items, p) {
+                Compacted::Done => {
+                    steps -= 1;
+                    continue;
+                }
+                Compacted::Unstored => {
+                    degraded = true;
+                    end = End::Failed(ErrorCode::PersistenceFailed);
+                    break;
+                }
+                Compacted::Skipped | Compacted::Failed | Compacted::Cancelled => {}
             }
         }
         let stopped = match result {

@@ -224,7 +224,7 @@ impl ModelClient for HttpModel {
             match attempt {
                 Ok(()) => return Ok(()),
                 Err(Attempt::Retry(_, after)) if retries < MAX_RETRIES => {
-                    let wait = after.unwrap_or_else(|| backoff(retries, jitter()));
+                    let wait = retry_wait(retries, after, jitter());
                     retries += 1;
                     sink.retry(retries, wait);
                     if !cancel.sleep(wait) {
@@ -257,6 +257,13 @@ fn jitter() -> f64 {
 pub fn backoff(n: u32, jitter: f64) -> Duration {
     let base = BACKOFF_BASE.as_secs_f64() * f64::from(1u32 << n.min(16));
     Duration::from_secs_f64(base * (1.0 + 0.2 * jitter.clamp(-1.0, 1.0)))
+}
+
+/// The wait before retry `n` (from 0): the server's `retry-after` if it sent one (already
+/// capped by [`retry_after`]), else the [`backoff`].
+#[must_use]
+pub fn retry_wait(n: u32, after: Option<Duration>, jitter: f64) -> Duration {
+    after.unwrap_or_else(|| backoff(n, jitter))
 }
 
 /// A `retry-after` value (delay seconds or an HTTP date) as a wait from `now_ms`, at most
@@ -309,5 +316,44 @@ mod tests {
             "a date in the past means now"
         );
         assert_eq!(retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn the_retry_schedule_on_a_virtual_clock() {
+        // Without `retry-after`: 0.5 + 1 + 2 + 4 s between the five attempts.
+        let mut at_ms = 0u128;
+        let mut waits = Vec::new();
+        for n in 0..MAX_RETRIES {
+            let w = retry_wait(n, None, 0.0);
+            at_ms += w.as_millis();
+            waits.push(w.as_millis());
+        }
+        assert_eq!(waits, [500, 1_000, 2_000, 4_000]);
+        assert_eq!(
+            at_ms, 7_500,
+            "the last attempt starts 7.5 s after the first"
+        );
+        // The jitter moves each wait by at most 20% either way.
+        assert_eq!(retry_wait(3, None, 1.0), Duration::from_millis(4_800));
+        assert_eq!(retry_wait(3, None, -1.0), Duration::from_millis(3_200));
+        // A `retry-after` replaces the backoff, capped at 60 s (decisions.md 39), whether
+        // seconds or a date measured from the virtual `now`.
+        let now = crate::util::time::parse_rfc3339("2026-12-01T08:00:00Z").unwrap();
+        let date = |secs: u32| format!("Tue, 01 Dec 2026 08:{:02}:{:02} GMT", secs / 60, secs % 60);
+        for (value, want) in [
+            ("0".to_owned(), 0),
+            ("60".to_owned(), 60_000),
+            ("61".to_owned(), 60_000),
+            (date(59), 59_000),
+            (date(60), 60_000),
+            (date(61), 60_000),
+        ] {
+            let after = retry_after(&value, now);
+            assert_eq!(
+                retry_wait(0, after, 1.0),
+                Duration::from_millis(want),
+                "{value}"
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
-//! Helpers that know nothing of the rest of the crate: cancellation, redaction, paging, text
-//! cutting, time, child processes, IDs and notice codes.
+//! Helpers that know nothing of the rest of the crate: cancellation, clocks, redaction,
+//! paging, text cutting, time, child processes, IDs and notice codes.
 
 pub mod cancel;
+pub mod clock;
 pub mod ids;
 pub mod notice;
 pub mod paging;

@@ -12,6 +12,7 @@ use crate::agent::{self, TurnCtx};
 use crate::session::{self, Selection};
 use crate::startup::{self, LaunchEnv};
 use crate::util::cancel::Cancel;
+use crate::util::clock::RealClock;
 use io_driver::{Backend, EventSink};
 use protocol_core::{
     ClientToolDef, ErrorCode, OpOutcome, Request, RequestId, WorkerCommand, WorkerEvent,
@@ -259,9 +260,10 @@ impl Workers {
             let mcp = shared
                 .mcp()
                 .and_then(|hub| Self::spawn("mc-mcp-teardown", move || hub.shutdown(mcp_deadline)));
-            let handles = handles
-                .into_iter()
-                .chain(titles::after_grace(titles, TITLE_GRACE));
+            let handles =
+                handles
+                    .into_iter()
+                    .chain(titles::after_grace(titles, TITLE_GRACE, &RealClock));
             for h in handles.chain(mcp) {
                 let _ = h.join();
             }

@@ -6,10 +6,14 @@ use super::shared::Shared;
 use crate::agent::{title, TitleJob};
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
+use crate::util::clock::{Clock, Deadline};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How often the grace loop looks whether the requests have ended.
+const GRACE_POLL: Duration = Duration::from_millis(2);
 
 /// The title requests of one child.
 #[derive(Debug, Default)]
@@ -39,15 +43,18 @@ impl Titles {
     }
 }
 
-/// Waits up to `grace` for the running title requests to end on their own, cancels the rest
-/// (an HTTP step ends within 500 ms of that), and returns every thread to join.
+/// Waits up to `grace` on `clock` for the running title requests to end on their own,
+/// cancels the rest (an HTTP step ends within 500 ms of that), and returns every thread to
+/// join.
 pub fn after_grace(
     running: Vec<(Arc<Cancel>, JoinHandle<()>)>,
     grace: Duration,
+    clock: &dyn Clock,
 ) -> Vec<JoinHandle<()>> {
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && running.iter().any(|(_, h)| !h.is_finished()) {
-        std::thread::sleep(Duration::from_millis(2));
+    let deadline = Deadline::after(clock.now(), grace);
+    let never = Cancel::default();
+    while !deadline.passed(clock.now()) && running.iter().any(|(_, h)| !h.is_finished()) {
+        let _ = clock.sleep(GRACE_POLL.min(deadline.left(clock.now())), &never);
     }
     running
         .into_iter()
@@ -79,5 +86,48 @@ pub fn spawn(shared: &Arc<Shared>, rt: Runtime, job: TitleJob) {
         });
     if let Ok(handle) = spawned {
         g.running.push((cancel, handle));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::clock::FakeClock;
+
+    /// A title request that ends only when cancelled.
+    fn stuck() -> (Arc<Cancel>, JoinHandle<()>) {
+        let cancel = Arc::new(Cancel::default());
+        let c = cancel.clone();
+        let h = std::thread::spawn(move || while c.sleep(Duration::from_secs(60)) {});
+        (cancel, h)
+    }
+
+    #[test]
+    fn the_grace_ends_at_its_bound_on_a_virtual_clock_then_cancels() {
+        let clock = FakeClock::default();
+        let (cancel, h) = stuck();
+        let joins = after_grace(
+            vec![(cancel.clone(), h)],
+            Duration::from_millis(200),
+            &clock,
+        );
+        assert_eq!(clock.elapsed_ms(), 200, "the whole grace, not more");
+        assert!(cancel.is_cancelled(), "cancelled past the grace");
+        for h in joins {
+            h.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn finished_requests_need_no_grace() {
+        let clock = FakeClock::default();
+        let cancel = Arc::new(Cancel::default());
+        let h = std::thread::spawn(|| {});
+        while !h.is_finished() {
+            std::thread::yield_now();
+        }
+        let joins = after_grace(vec![(cancel, h)], Duration::from_millis(200), &clock);
+        assert_eq!(clock.elapsed_ms(), 0);
+        assert_eq!(joins.len(), 1);
     }
 }

@@ -1,6 +1,6 @@
 //! Hooks and runaway loops over real pipes (`runner.md` 7): `pre_tool` hooks that block or
-//! fail, the 10 s bound (shortened through `MAGI_CODE_HOOK_RUN_MS`) killing the hook's group,
-//! the exact stdin a hook gets, `tools` filters, `post_tool` with `ok`, global-only hooks, and
+//! fail, a cancel killing a running hook's group (the 10 s bound itself is tested on a virtual
+//! clock, `agent::hooks::tests`), the exact stdin a hook gets, `tools` filters, `post_tool` with `ok`, global-only hooks, and
 //! the third equal call in a row refused with `repeated_tool_call`.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
@@ -53,6 +53,24 @@ fn poll_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
         assert!(Instant::now() < end, "{what}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Polls until the process group whose ID a hook wrote to `pgid_file` is gone.
+#[track_caller]
+fn group_gone(pgid_file: &Path) {
+    let pgid: i64 = std::fs::read_to_string(pgid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    poll_until(WAIT, "the hook's process group is alive", || {
+        !std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("kill -0 -- -{pgid} 2>/dev/null"))
+            .status()
+            .unwrap()
+            .success()
+    });
 }
 
 /// `initialize` on a fresh child of `env`: the response frame.
@@ -229,50 +247,9 @@ fn hooks_skip_calls_that_policy_refuses_and_post_hooks_skip_calls_that_did_not_r
 }
 
 #[test]
-fn a_hook_past_its_bound_is_killed_with_its_group_and_the_call_proceeds() {
-    let mut env = Env::new();
-    env.set_var("MAGI_CODE_HOOK_RUN_MS", "500");
-    write_out_txt_behind_pre_tool(&env, "echo $$ > pgid; sleep 30 & sleep 30");
-    let (mut s, sid) = start_session(&env, &[]);
-    let began = Instant::now();
-    let frames = run_turn(&mut s, &sid, "go");
-    assert!(
-        began.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        began.elapsed()
-    );
-    assert_eq!(
-        diagnostics(&frames),
-        [(
-            "hook_failed".to_owned(),
-            "a pre_tool hook failed (timed out after 500 ms)".to_owned()
-        )]
-    );
-    assert_eq!(final_states(&frames), ["completed"]);
-    assert!(env.cwd.join("out.txt").exists());
-    let pgid: i64 = std::fs::read_to_string(env.cwd.join("pgid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    poll_until(
-        Duration::from_secs(2),
-        "the hook's process group is alive",
-        || {
-            !std::process::Command::new("/bin/sh")
-                .arg("-c")
-                .arg(format!("kill -0 -- -{pgid} 2>/dev/null"))
-                .status()
-                .unwrap()
-                .success()
-        },
-    );
-}
-
-#[test]
 fn cancelling_the_run_stops_a_running_hook() {
     let env = Env::new();
-    write_out_txt_behind_pre_tool(&env, "touch started; sleep 30");
+    write_out_txt_behind_pre_tool(&env, "echo $$ > pgid; touch started; sleep 30 & sleep 30");
     let (mut s, sid) = start_session(&env, &[]);
     let run_id = start_turn(&mut s, &sid, "go");
     poll_until(WAIT, "the hook never started", || {
@@ -292,12 +269,14 @@ fn cancelling_the_run_stops_a_running_hook() {
         }
         seen.push(f);
     };
+    // Well before the 10 s bound would have stopped it, however loaded the machine.
     assert!(
-        sent.elapsed() < Duration::from_secs(2),
+        sent.elapsed() < Duration::from_secs(8),
         "{:?} {seen:#?}",
         sent.elapsed()
     );
     assert_eq!(fin["data"]["outcome"], "cancelled");
+    group_gone(&env.cwd.join("pgid"));
     assert!(!env.cwd.join("out.txt").exists());
     assert!(
         diagnostics(&seen).is_empty(),

@@ -109,6 +109,27 @@ fn the_estimate_uses_the_last_usage_or_the_whole_request() {
 }
 
 #[test]
+fn compaction_is_due_past_80_percent_of_the_window_at_its_edge() {
+    let usage = |tokens| {
+        Record::now(
+            "s",
+            Body::Usage {
+                run_id: "r".into(),
+                input_tokens: tokens,
+                output_tokens: 1,
+                cached_input_tokens: None,
+            },
+        )
+    };
+    let (mut c, items) =
+        Compactor::start(Snapshot::default(), 10_000, 0, PathBuf::from("/w"), "go");
+    c.note(&[usage(8_000)]);
+    assert!(!c.due(&items), "exactly 80% is not past it");
+    c.note(&[usage(8_001)]);
+    assert!(c.due(&items), "the first token past 80%");
+}
+
+#[test]
 fn the_base_prompt_and_built_in_tools_fit_in_12_kib() {
     let rt = crate::runtime::Runtime::for_tests(
         std::path::Path::new("/home/someone/.magi"),
