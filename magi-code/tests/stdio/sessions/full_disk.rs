@@ -7,8 +7,10 @@
 //! mount): a write past the limit stores what fits and then fails (`EFBIG`, with `SIGXFSZ`
 //! ignored as `ENOSPC` would), and raising the limit is space returning.
 
+use crate::common::fake_llm::{chat_text, chat_with_usage, FakeLlm};
 use crate::common::{
-    result, run_turn, sessions_dir, start_turn, until_finished, Env, Server, EXE, STEP,
+    fake_llm_settings, result, run_turn, sessions_dir, start_turn, until_finished, Env, Server,
+    EXE, STEP,
 };
 use serde_json::{json, Value};
 use std::fs;
@@ -188,4 +190,53 @@ fn a_failed_first_append_leaves_no_file_and_the_id_can_still_become_durable() {
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert_eq!(leftovers, Vec::<String>::new());
+}
+
+#[test]
+fn a_compaction_whose_records_cannot_be_stored_ends_the_run_degraded() {
+    let summary = "S".repeat(16_000);
+    let llm = FakeLlm::start(vec![
+        // Past 80% of the window: the next turn compacts before its first step.
+        chat_with_usage(chat_text(&["hello!"]), 8_001),
+        chat_text(&[&summary]),
+        chat_text(&["done"]),
+    ]);
+    let env = Env::new();
+    env.write_global_settings(&fake_llm_settings(
+        &llm,
+        &json!({"runner": {"context_window": 10_000}}),
+    ));
+    let mut s = spawn_limitable(&env);
+    let sid = create(&mut s);
+    assert_eq!(
+        finished(&run_turn(&mut s, &sid, "one"))["persistence"],
+        "durable"
+    );
+    let file = sessions_dir(&env).join(format!("{sid}.jsonl"));
+    let size = fs::metadata(&file).unwrap().len();
+    // Room for the input, the compaction's `started` activity and a turn's last records,
+    // not for the 16 KB summary: only the compaction's own append fails (a torn tail, cut
+    // before the next append, which then fits).
+    limit_files(&s, Some(size + 4_096));
+    let two = run_turn(&mut s, &sid, "two");
+    let fin = finished(&two);
+    assert_eq!(
+        (fin["persistence"].as_str(), fin["error_code"].as_str()),
+        (Some("degraded"), Some("persistence_failed")),
+        "the live loop went on from a summary the history lacks: {fin}"
+    );
+    assert_eq!(fin["outcome"], "failed", "{fin}");
+    // What the file holds: whole lines up to the torn tail the failed append left.
+    let bytes = fs::read(&file).unwrap();
+    let whole = &bytes[..=bytes.iter().rposition(|b| *b == b'\n').unwrap()];
+    let types: Vec<String> = whole_lines(whole)
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!types.contains(&"compaction".to_owned()), "{types:?}");
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("activity"),
+        "{types:?}"
+    );
 }
