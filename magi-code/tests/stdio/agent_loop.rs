@@ -156,8 +156,11 @@ fn a_denied_approval_is_an_error_result_not_a_failed_run() {
 
 #[test]
 fn retry_after_is_honoured_and_announced() {
+    // `retry-after: 0` waits 0 ms where the backoff would wait 400-600 ms: the announced wait
+    // shows which was used without waiting for either (the 60 s cap and the backoff schedule
+    // are `providers::http::tests`, on virtual time).
     let llm = FakeLlm::start(vec![
-        Reply::status(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "1"),
+        Reply::status(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "0"),
         chat_text(&["fine"]),
     ]);
     let env = fake_llm_env(&llm, &json!({}));
@@ -165,13 +168,14 @@ fn retry_after_is_honoured_and_announced() {
     start_turn(&mut s, &sid, "hello");
     let frames = until_finished(&mut s);
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
-    assert_eq!(diagnostic_codes(&frames), ["provider_retry"]);
-    let (a, b) = (llm.next(WAIT), llm.next(WAIT));
-    let gap = b.at - a.at;
-    assert!(
-        gap >= Duration::from_millis(950) && gap < Duration::from_secs(5),
-        "{gap:?}"
+    let retries = events(&frames, "diagnostic");
+    assert_eq!(retries.len(), 1, "{retries:#?}");
+    assert_eq!(retries[0]["data"]["code"], "provider_retry");
+    assert_eq!(
+        retries[0]["data"]["summary"],
+        "retrying the provider request in 0 ms (retry 1 of 4)"
     );
+    let _ = (llm.next(WAIT), llm.next(WAIT));
     assert_eq!(reconciled(&frames), "fine");
 }
 
@@ -200,7 +204,8 @@ fn failures_say_which_and_are_not_retried_when_final() {
         assert_eq!(fin["error_code"], "execution_failed");
         assert_eq!(diagnostic_codes(&frames), [code]);
         assert!(!frames.iter().any(|f| f.to_string().contains("sk-secret")));
-        std::thread::sleep(Duration::from_millis(100));
+        // A retry is part of the step: every request was made before `run.finished` (the
+        // schedule itself is `providers::http::tests`, on virtual time).
         assert_eq!(llm.drain().len(), requests, "{code}: not retried");
     }
 }
@@ -385,7 +390,7 @@ fn the_step_bound_ends_a_runaway_loop() {
         "two steps ran their calls"
     );
     let _ = (llm.next(WAIT), llm.next(WAIT));
-    std::thread::sleep(Duration::from_millis(100));
+    // Every request of the run was made before `run.finished`.
     assert!(llm.drain().is_empty(), "no third request");
 }
 

@@ -13,7 +13,7 @@ fn list_orders_pages_and_describes_sessions() {
     let ids = [
         "zeta", "b", "a", "_under", "Z9", "A", "-dash", "9lives", "a-b_c",
     ];
-    for id in ids {
+    for (i, id) in (0u64..).zip(ids) {
         let mut r = vec![meta(&env, id)];
         match id {
             "zeta" => r.push(rec("title", id, &json!({ "title": long_title }))),
@@ -39,7 +39,13 @@ fn list_orders_pages_and_describes_sessions() {
             _ => {}
         }
         write_history(&env, id, &r);
-        thread::sleep(Duration::from_millis(2));
+        // Each later one a second newer, set rather than waited for.
+        fs::File::options()
+            .write(true)
+            .open(sessions_dir(&env).join(format!("{id}.jsonl")))
+            .unwrap()
+            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + i))
+            .unwrap();
     }
     // Not listed: other workspace, malformed, subagent/archive histories, non-session names.
     write_history(

@@ -22,7 +22,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::thread;
 use std::time::{Duration, SystemTime};
 
 const BASE: [&str; 2] = ["status", "shutdown"];
