@@ -236,7 +236,7 @@ fn cancel_during_a_silent_stream_ends_within_500_ms() {
     let (mut s, sid) = start_session(&env, &[]);
     let run_id = start_turn(&mut s, &sid, "hello");
     let _ = llm.next(WAIT);
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(llm.stalled_within(WAIT), "the reply went silent");
     let (frames, took) = cancel_turn(&mut s, &sid, &run_id);
     assert!(took < Duration::from_millis(500), "{took:?}");
     let fin = &frames.last().unwrap()["data"];

@@ -485,7 +485,13 @@ fn cancelling_a_turn_mid_call_sends_notifications_cancelled_and_returns_at_once(
     until(&mut s, |f| {
         f["event"] == "activity" && f["data"]["state"] == "started"
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // The call has reached the server (real-pipe polling, bounded).
+    let called = pidfile.with_extension("pid.called");
+    let t1 = Instant::now();
+    while !called.exists() {
+        assert!(t1.elapsed() < WAIT, "the call never reached the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let t0 = Instant::now();
     s.request(
         "x",

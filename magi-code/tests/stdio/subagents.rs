@@ -248,7 +248,7 @@ fn cancel_during_a_subagent_step_cancels_it_and_the_run() {
     let run_id = start_turn(&mut s, &sid, "delegate");
     let _ = llm.next(WAIT);
     let _ = llm.next(WAIT);
-    std::thread::sleep(Duration::from_millis(200));
+    assert!(llm.stalled_within(WAIT), "the subagent's reply went silent");
     let (frames, took) = cancel_turn(&mut s, &sid, &run_id);
     assert!(took < Duration::from_millis(500), "{took:?}");
     let fin = &frames.last().unwrap()["data"];

@@ -98,6 +98,7 @@ pub struct FakeLlm {
     seen: Receiver<Seen>,
     titles: Receiver<Seen>,
     closed: Receiver<Instant>,
+    stalling: Receiver<()>,
 }
 
 impl FakeLlm {
@@ -116,6 +117,7 @@ impl FakeLlm {
         let (tx, seen) = mpsc::channel();
         let (ttx, title_seen) = mpsc::channel();
         let (ctx, closed) = mpsc::channel();
+        let (stx, stalling) = mpsc::channel();
         let turns: Queue = Arc::new(Mutex::new(replies.into_iter()));
         let titled: Queue = Arc::new(Mutex::new(titles.into_iter()));
         thread::spawn(move || {
@@ -124,9 +126,11 @@ impl FakeLlm {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
-                let (tx, ttx, ctx) = (tx.clone(), ttx.clone(), ctx.clone());
+                let (tx, ttx, ctx, stx) = (tx.clone(), ttx.clone(), ctx.clone(), stx.clone());
                 let (turns, titled) = (turns.clone(), titled.clone());
-                thread::spawn(move || serve(stream, [&turns, &titled], [&tx, &ttx], &ctx));
+                thread::spawn(move || {
+                    serve(stream, [&turns, &titled], [&tx, &ttx], (&stx, &ctx));
+                });
             }
         });
         Self {
@@ -134,6 +138,7 @@ impl FakeLlm {
             seen,
             titles: title_seen,
             closed,
+            stalling,
         }
     }
 
@@ -155,6 +160,12 @@ impl FakeLlm {
         self.seen.try_iter().collect()
     }
 
+    /// Whether a stalled reply has sent its head and chunks and gone silent, within
+    /// `timeout`: the client is then reading a silent stream.
+    pub fn stalled_within(&self, timeout: Duration) -> bool {
+        self.stalling.recv_timeout(timeout).is_ok()
+    }
+
     /// When a stalled connection was closed by the client, within `timeout`.
     pub fn closed_within(&self, timeout: Duration) -> Option<Instant> {
         self.closed.recv_timeout(timeout).ok()
@@ -162,12 +173,13 @@ impl FakeLlm {
 }
 
 /// Serves one connection: a title request takes the next title reply, any other the next
-/// turn reply; each is recorded on its own channel.
+/// turn reply; each is recorded on its own channel. A stalled reply says when it goes silent
+/// and when the client closed it.
 fn serve(
     stream: TcpStream,
     queues: [&Queue; 2],
     txs: [&Sender<Seen>; 2],
-    closed: &Sender<Instant>,
+    (stalling, closed): (&Sender<()>, &Sender<Instant>),
 ) {
     let mut r = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
@@ -247,6 +259,7 @@ fn serve(
         }
     }
     if reply.stall {
+        let _ = stalling.send(());
         // Wait for the client to close: a read returns 0 (or fails) when it does.
         let mut buf = [0u8; 64];
         let mut rest = r;
