@@ -103,7 +103,7 @@ mod tests {
     }
 
     #[test]
-    fn one_winning_answer_and_expiry() {
+    fn one_winning_answer_then_closed() {
         let a = Approvals::default();
         a.open("r", "x");
         assert!(!a.answer("other-run", "x", true));

@@ -177,3 +177,37 @@ fn a_failed_first_append_claims_nothing_durable() {
     assert!(!a2.durable);
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 }
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn no_append_outcome_is_dropped_in_src() {
+    // A dropped append outcome lets a run claim `durable` over records it never stored.
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut dropped = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (at, _) in text.match_indices("let _ =") {
+            let statement = text[at..].split(';').next().unwrap_or_default();
+            if statement.contains("append") {
+                dropped.push(format!("{}: {statement}", f.display()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "the sources were found");
+    assert_eq!(dropped, Vec::<String>::new());
+}
