@@ -10,7 +10,7 @@ use crate::common::{result, run_turn, start_session, Env};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 fn env_for(llm: &FakeLlm) -> Env {
     let mut env = Env::new();

@@ -10,7 +10,7 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 #[test]
 fn a_tool_call_is_run_and_its_result_sent_back() {

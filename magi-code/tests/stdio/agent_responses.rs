@@ -9,7 +9,7 @@ use crate::common::{entry_kinds, result, run_turn, start_session, write_catalog_
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 /// A reasoning item with a summary and encrypted content, then a `read_file` call.
 fn reasoning_then_call() -> Reply {

@@ -9,7 +9,7 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 fn open_tab() -> Value {
     json!({

@@ -12,7 +12,7 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 /// The small window every test uses (80%: 8,000 tokens; 50%: 5,000).
 const WINDOW: u64 = 10_000;
 

@@ -12,7 +12,7 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 /// One wire API: the provider and model it is reached by, and how a reply and the effort look.
 #[derive(Clone, Copy)]

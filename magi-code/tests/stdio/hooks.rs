@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 /// Global settings selecting the configured Chat provider `local` at the fake server.
 fn llm_settings(llm: &FakeLlm, tools: &Value, hooks: &Value) -> Value {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub(crate) const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = crate::common::STEP;
 
 pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")

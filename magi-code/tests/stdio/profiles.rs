@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 fn md(name: &str, extra: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: The {name} profile.\n{extra}---\n{body}")

@@ -14,7 +14,7 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 fn env_with(llm: &FakeLlm, extra: &Value) -> Env {
     let env = Env::new();

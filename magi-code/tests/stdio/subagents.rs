@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 fn task_call(id: &str, input: &Value) -> Reply {
     chat_tool_call(id, "task", &input.to_string())

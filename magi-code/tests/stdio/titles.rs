@@ -9,7 +9,7 @@ use crate::common::{fake_llm_env, result, sessions_dir, start_turn, until_finish
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 
 fn start(env: &Env) -> (Server, String) {
     crate::common::start_session(env, &["session.discover"])

@@ -8,7 +8,7 @@ use crate::common::{anthropic_sse as a, events, fake_llm_settings, run_turn, sta
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = crate::common::STEP;
 /// `edit_file` arguments cut off mid-string, as a model that ran out of output sends them.
 const TRUNCATED: &str = r#"{"path":"a.txt","old_string":"alpha","new_str"#;
 

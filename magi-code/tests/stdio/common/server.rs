@@ -17,8 +17,10 @@ use tempfile::TempDir;
 
 /// The binary under test.
 pub const EXE: &str = env!("CARGO_BIN_EXE_magi-code");
-/// The longest a test waits for any single frame or exit.
-pub const STEP: Duration = Duration::from_secs(10);
+/// The longest a test waits for any single frame or exit: a guard against a hang, never a
+/// timing assertion, so it is generous. A debug build on a loaded 2-core machine can spend
+/// many seconds between two frames of a heavy test (an 8 MiB reply redacted and stored).
+pub const STEP: Duration = Duration::from_secs(60);
 
 /// Polls `child` until it exits or `timeout` passes (then kills it and panics).
 #[track_caller]
