@@ -7,10 +7,10 @@
 //! mount): a write past the limit stores what fits and then fails (`EFBIG`, with `SIGXFSZ`
 //! ignored as `ENOSPC` would), and raising the limit is space returning.
 
-use crate::common::fake_llm::{chat_text, chat_with_usage, FakeLlm};
+use crate::common::fake_llm::{chat_text, chat_with_usage, FakeLlm, Reply};
 use crate::common::{
-    fake_llm_settings, result, run_turn, sessions_dir, start_turn, until_finished, Env, Server,
-    EXE, STEP,
+    events, fake_llm_settings, result, run_turn, sessions_dir, start_turn, until_finished, Env,
+    Server, EXE, STEP,
 };
 use serde_json::{json, Value};
 use std::fs;
@@ -192,15 +192,12 @@ fn a_failed_first_append_leaves_no_file_and_the_id_can_still_become_durable() {
     assert_eq!(leftovers, Vec::<String>::new());
 }
 
-#[test]
-fn a_compaction_whose_records_cannot_be_stored_ends_the_run_degraded() {
-    let summary = "S".repeat(16_000);
-    let llm = FakeLlm::start(vec![
-        // Past 80% of the window: the next turn compacts before its first step.
-        chat_with_usage(chat_text(&["hello!"]), 8_001),
-        chat_text(&[&summary]),
-        chat_text(&["done"]),
-    ]);
+/// A child whose first turn (`one`, answered with usage past 80% of a 10,000-token window)
+/// makes the next turn compact before its first step; the model's later `replies` follow.
+fn compacting_next(replies: Vec<Reply>) -> (Env, Server, String, FakeLlm) {
+    let mut all = vec![chat_with_usage(chat_text(&["hello!"]), 8_001)];
+    all.extend(replies);
+    let llm = FakeLlm::start(all);
     let env = Env::new();
     env.write_global_settings(&fake_llm_settings(
         &llm,
@@ -212,6 +209,60 @@ fn a_compaction_whose_records_cannot_be_stored_ends_the_run_degraded() {
         finished(&run_turn(&mut s, &sid, "one"))["persistence"],
         "durable"
     );
+    (env, s, sid, llm)
+}
+
+/// The compaction activities' states, in order.
+fn compactions(frames: &[Value]) -> Vec<&str> {
+    events(frames, "activity")
+        .iter()
+        .filter(|f| f["data"]["kind"] == "compaction")
+        .filter_map(|f| f["data"]["state"].as_str())
+        .collect()
+}
+
+#[test]
+fn a_compaction_whose_started_activity_cannot_be_stored_asks_for_no_summary() {
+    let (env, mut s, sid, llm) =
+        compacting_next(vec![chat_text(&["SUMMARY"]), chat_text(&["done"])]);
+    let file = sessions_dir(&env).join(format!("{sid}.jsonl"));
+    let stored = fs::read_to_string(&file).unwrap();
+    let size = stored.len() as u64;
+    // The next input's line is as long as the first one's plus the prompt's extra bytes
+    // (fixed-width IDs and timestamps): room for it and 10 bytes more, not for the
+    // compaction's `started` activity line.
+    let first = stored
+        .lines()
+        .find(|l| l.contains(r#""type":"user_input""#))
+        .unwrap();
+    let prompt = "two";
+    let input = first.len() as u64 + 1 + (prompt.len() - "one".len()) as u64;
+    limit_files(&s, Some(size + input + 10));
+    let two = run_turn(&mut s, &sid, prompt);
+    let fin = finished(&two);
+    assert_eq!(
+        (fin["persistence"].as_str(), fin["error_code"].as_str()),
+        (Some("degraded"), Some("persistence_failed")),
+        "{fin}"
+    );
+    assert_eq!(
+        compactions(&two),
+        ["started", "failed"],
+        "closed for the client, and no summary asked for"
+    );
+    let _ = llm.next(STEP);
+    assert!(llm.drain().is_empty(), "no request after the failed append");
+    let bytes = fs::read(&file).unwrap();
+    let whole = &bytes[..=bytes.iter().rposition(|b| *b == b'\n').unwrap()];
+    let last = whole_lines(whole).pop().unwrap();
+    assert_eq!(last["type"], "user_input", "the input was stored: {last}");
+}
+
+#[test]
+fn a_compaction_whose_records_cannot_be_stored_ends_the_run_degraded() {
+    let summary = "S".repeat(16_000);
+    let (env, mut s, sid, _llm) =
+        compacting_next(vec![chat_text(&[&summary]), chat_text(&["done"])]);
     let file = sessions_dir(&env).join(format!("{sid}.jsonl"));
     let size = fs::metadata(&file).unwrap().len();
     // Room for the input, the compaction's `started` activity and a turn's last records,
