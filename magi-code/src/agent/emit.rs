@@ -8,6 +8,7 @@ use crate::history::{Body, Record};
 use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
 use crate::util::cancel::Cancel;
+use crate::wire::DiagnosticCode;
 use io_driver::EventSink;
 use protocol_core::{ErrorCode, WorkerEvent};
 use serde_json::{json, Value};
@@ -129,12 +130,15 @@ impl<'a> RunOutput<'a> {
     }
 
     /// Sends a `diagnostic` event (critical): a code and a fixed, sanitized summary.
-    pub fn diagnostic(&mut self, code: &str, summary: &str) {
+    pub fn diagnostic(&mut self, code: DiagnosticCode, summary: &str) {
         let summary = crate::util::text::bounded(
             &crate::util::redact::sanitize_text(summary),
             protocol_core::limits::SUMMARY_BYTES,
         );
-        self.critical("diagnostic", json!({ "code": code, "summary": summary }));
+        self.critical(
+            "diagnostic",
+            json!({ "code": code.as_str(), "summary": summary }),
+        );
     }
 
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).

@@ -6,6 +6,7 @@ use super::emit::RunOutput;
 use crate::config::Hook;
 use crate::util::cancel::Cancel;
 use crate::util::proc::{kill_group, shell_command, take_output};
+use crate::wire::DiagnosticCode;
 use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -131,7 +132,10 @@ fn failed(out: &mut RunOutput<'_>, event: &str, end: &HookEnd) {
         HookEnd::Failed(p) => p.clone(),
         HookEnd::Cancelled => "cancelled".to_owned(),
     };
-    out.diagnostic("hook_failed", &format!("a {event} hook failed ({why})"));
+    out.diagnostic(
+        DiagnosticCode::HookFailed,
+        &format!("a {event} hook failed ({why})"),
+    );
 }
 
 /// Runs `command` with `/bin/sh -c` in `cwd` in its own process group, `stdin` written to it

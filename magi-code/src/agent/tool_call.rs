@@ -11,6 +11,7 @@ use crate::tools::outcome::bound_output;
 use crate::tools::{self, Card, CardStatus, ToolClass, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
 use crate::util::text::bounded;
+use crate::wire::DiagnosticCode;
 use protocol_core::limits::SUMMARY_BYTES;
 use serde_json::{json, Value};
 
@@ -354,11 +355,11 @@ fn call_mcp(out: &mut RunOutput<'_>, hub: &McpHub, name: &str, input: &Value) ->
     let done = hub.call(name, input, out.ctx.cancel);
     match done.lost {
         Some(Lost::Exited) => out.diagnostic(
-            "mcp_server_exited",
+            DiagnosticCode::McpServerExited,
             "an MCP server has exited; its tools fail",
         ),
         Some(Lost::Failed) => out.diagnostic(
-            "mcp_server_failed",
+            DiagnosticCode::McpServerFailed,
             "an MCP server broke the protocol and was stopped; its tools fail",
         ),
         None => {}

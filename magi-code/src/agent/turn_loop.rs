@@ -17,6 +17,7 @@ use crate::session;
 use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::redact::sanitize_text;
+use crate::wire::DiagnosticCode;
 use protocol_core::limits::RUN_ACTIVITIES;
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
@@ -145,7 +146,7 @@ impl StepSink for Sink<'_, '_> {
             wait.as_millis(),
             crate::providers::http::MAX_RETRIES
         );
-        self.out.diagnostic("provider_retry", &summary);
+        self.out.diagnostic(DiagnosticCode::ProviderRetry, &summary);
     }
 }
 
@@ -198,7 +199,7 @@ pub fn execute(
     // in its first run, as there is no `magi-code mcp list` to show them yet.
     if out.subagent.is_none() {
         if let Some(summary) = out.ctx.mcp.as_ref().and_then(|h| h.left_out_report()) {
-            out.diagnostic("mcp_tools_left_out", &summary);
+            out.diagnostic(DiagnosticCode::McpToolsLeftOut, &summary);
         }
     }
 
@@ -216,7 +217,7 @@ pub fn execute(
     loop {
         if steps >= p.max_steps {
             out.diagnostic(
-                "step_limit",
+                DiagnosticCode::StepLimit,
                 &format!("the turn reached its bound of {} steps", p.max_steps),
             );
             break;
@@ -246,7 +247,7 @@ pub fn execute(
         content.refresh(out);
         let Some(max_output_tokens) = bound else {
             out.diagnostic(
-                "context_window_too_small",
+                DiagnosticCode::ContextWindowTooSmall,
                 &too_small(p, comp.estimate(&items)),
             );
             break;
@@ -301,7 +302,7 @@ pub fn execute(
         let stopped = match result {
             _ if out.output_lost => Some(End::Failed(ErrorCode::OutputUnavailable)),
             _ if step.over => {
-                out.diagnostic("content_limit", REPLY_STOPPED);
+                out.diagnostic(DiagnosticCode::ContentLimit, REPLY_STOPPED);
                 Some(End::Failed(ErrorCode::ContentLimit))
             }
             Err(StepFailure::Cancelled) => Some(End::Cancelled),
@@ -325,7 +326,7 @@ pub fn execute(
         // Calls whose entries would not fit what the history can show do not run.
         let stopped = stopped.or_else(|| {
             (!content.calls_fit(&step.calls, out.ctx.rt.tool_cards)).then(|| {
-                out.diagnostic("content_limit", CALLS_STOPPED);
+                out.diagnostic(DiagnosticCode::ContentLimit, CALLS_STOPPED);
                 End::Failed(ErrorCode::ContentLimit)
             })
         });
@@ -345,7 +346,7 @@ pub fn execute(
             // The bound is reached: the calls past it were answered with an error; the run
             // ends here rather than letting the model go on without tools.
             out.diagnostic(
-                "content_limit",
+                DiagnosticCode::ContentLimit,
                 &format!("the turn reached its bound of {RUN_ACTIVITIES} tool activities"),
             );
             end = End::Failed(ErrorCode::ContentLimit);
@@ -475,7 +476,7 @@ fn answer_one(
     if repeated {
         let run = tool_call::refuse(out, &call.1, &call.2, REPEATED, records);
         out.diagnostic(
-            "repeated_tool_call",
+            DiagnosticCode::RepeatedToolCall,
             "the model asked for the same tool call with the same input 3 or more times in a row; it was not run",
         );
         return run;
