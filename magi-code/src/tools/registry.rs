@@ -186,12 +186,14 @@ impl ToolRegistry {
         self.lookup(name).map(ToolKind::class)
     }
 
-    /// The one-line summary of a call to `name` (unsanitized for `task`, whose summarizer
-    /// makes a safe name itself); `unknown tool <name>` for a tool not offered.
+    /// The one-line summary of a call to `name`. A built-in this run does not offer is still
+    /// described as one (what the user sees of the refused call); any other name not offered
+    /// is `unknown tool <name>`.
     #[must_use]
     pub fn summary(&self, name: &str, input: &Value) -> String {
         match self.entry(name) {
             Some(e) => (e.summary)(name, input),
+            None if Builtin::named(name).is_some() => builtin_summary(name, input),
             None => super::outcome::one_line(&format!("unknown tool {name}")),
         }
     }

@@ -101,6 +101,12 @@ fn added_tools_follow_in_order_with_valid_distinct_names() {
     assert_eq!(kept.lookup("shell"), None);
     assert_eq!(kept.check("shell", &json!({})), Err("unknown tool".into()));
     assert_eq!(kept.summary("open_tab", &json!({})), "s");
+    // A built-in not offered is still described as one; other names are unknown.
+    assert_eq!(
+        kept.summary("shell", &json!({"command": "ls"})),
+        "shell: ls"
+    );
+    assert_eq!(kept.summary("task", &json!({})), "unknown tool task");
 }
 
 #[test]
