@@ -141,6 +141,19 @@ fn every_call_is_checked_against_its_tools_schema() {
         Err("invalid input: the input: 1 property the schema does not allow".into())
     );
     assert_eq!(r.check("nope", &json!({})), Err("unknown tool".into()));
+    // The largest offset the parser takes passes; 2^64, which only a float spells and the
+    // schema's `maximum` (u64::MAX as a float) lets by, is caught by the exact parser.
+    assert_eq!(
+        r.check("read_file", &json!({"path": "a", "offset": u64::MAX})),
+        Ok(())
+    );
+    assert_eq!(
+        r.check(
+            "read_file",
+            &json!({"path": "a", "offset": 1.8446744073709552e19})
+        ),
+        Err("invalid input: a value does not fit the tool's input types".into())
+    );
     // A tool whose schema did not compile stays in the table; its calls fail saying why.
     let mut r = ToolRegistry::empty();
     let bad = compile(&json!({"type": "nope"}));
