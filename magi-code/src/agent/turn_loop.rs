@@ -499,15 +499,19 @@ fn answer_batch(
                 .then(|| tool_call::prepare(out, &call.1, &call.2, records))
         })
         .collect();
-    let (cwd, cancel) = (&out.ctx.rt.cwd, out.ctx.cancel);
+    let (cwd, cancel, table) = (&out.ctx.rt.cwd, out.ctx.cancel, out.tools.clone());
     let outcomes: Vec<Option<crate::tools::ToolOutcome>> = std::thread::scope(|scope| {
         let handles: Vec<_> = batch
             .iter()
             .zip(&prepared)
             .map(|((_, name, input), p)| {
-                p.as_ref()
-                    .filter(|p| p.may_run())
-                    .map(|_| scope.spawn(move || crate::tools::run(name, input, cwd, cancel)))
+                // Only built-ins are read-class (`tool_call::runs_unasked`).
+                let tool = match table.lookup(name) {
+                    Some(crate::tools::ToolKind::Builtin(b)) => Some(b),
+                    _ => None,
+                };
+                tool.filter(|_| p.as_ref().is_some_and(tool_call::Prepared::may_run))
+                    .map(|b| scope.spawn(move || crate::tools::run(b, input, cwd, cancel)))
             })
             .collect();
         handles
