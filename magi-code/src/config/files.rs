@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Reads at most `bound + 1` bytes of `path` if it is a regular file (`None` if it is anything
 /// else); never blocks on a FIFO.
-pub fn read_regular(path: &Path, bound: usize) -> io::Result<Option<Vec<u8>>> {
+pub(super) fn read_regular(path: &Path, bound: usize) -> io::Result<Option<Vec<u8>>> {
     // O_NONBLOCK: opening a FIFO without a writer returns at once; fstat then rejects it.
     let file = fs::OpenOptions::new()
         .read(true)
@@ -23,7 +23,7 @@ pub fn read_regular(path: &Path, bound: usize) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// The entries of `dir` (empty when it is missing or not a folder), sorted by name.
-pub fn entries(dir: &Path) -> io::Result<Vec<(String, std::path::PathBuf)>> {
+pub(super) fn entries(dir: &Path) -> io::Result<Vec<(String, std::path::PathBuf)>> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e)

@@ -1,7 +1,7 @@
 //! Configuration: the merged, validated settings of one child, its instructions, profiles,
 //! skills and hook definitions.
 
-pub mod files;
+mod files;
 pub mod front_matter;
 #[cfg(feature = "testing")]
 pub mod fuzzing;
