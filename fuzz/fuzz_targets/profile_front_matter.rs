@@ -2,4 +2,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| magi_code::config::profiles::fuzz(data));
+fuzz_target!(|data: &[u8]| magi_code::config::fuzzing::profile_front_matter(data));

@@ -177,17 +177,6 @@ pub fn run(
     result
 }
 
-/// Runs the loop over arbitrary pipe ends (tests use this with pipes they create).
-pub fn run_on(
-    engine: Engine,
-    backend: &mut dyn Backend,
-    rx: &mut pipe::Receiver,
-    tx: &mut pipe::Sender,
-    recorder: Option<Recorder>,
-) -> io::Result<i32> {
-    Loop::new(engine, recorder)?.run(rx, tx, backend)
-}
-
 struct Loop {
     engine: Engine,
     poll: Poll,

@@ -102,12 +102,6 @@ impl LineDecoder {
         self.partial.clear();
     }
 
-    /// Whether a partial frame is held (an unterminated frame at EOF).
-    #[must_use]
-    pub fn has_partial(&self) -> bool {
-        !self.partial.is_empty()
-    }
-
     /// Bytes currently buffered.
     #[must_use]
     pub fn buffered_len(&self) -> usize {

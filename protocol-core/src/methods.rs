@@ -159,25 +159,6 @@ pub enum Request {
     },
 }
 
-impl Request {
-    /// Whether this request runs on the single session/history worker.
-    #[must_use]
-    pub fn uses_session_worker(&self) -> bool {
-        matches!(
-            self,
-            Self::SessionCreate
-                | Self::SessionOpen { .. }
-                | Self::SessionList { .. }
-                | Self::SessionDiscover { .. }
-                | Self::ModelCatalog { .. }
-                | Self::ModelCatalogStatus
-                | Self::ModelRefresh { .. }
-                | Self::SelectionSet { .. }
-                | Self::HistoryPage { .. }
-        )
-    }
-}
-
 type R<T> = Result<T, ErrorCode>;
 const BAD: ErrorCode = ErrorCode::InvalidParams;
 

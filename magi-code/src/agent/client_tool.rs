@@ -4,17 +4,10 @@
 
 use super::client_calls::{CallEnd, CLIENT_TOOL_TIMEOUT};
 use super::emit::RunOutput;
-use crate::runtime::Runtime;
 use crate::tools::outcome::bound_output;
 use crate::tools::ToolOutcome;
 use protocol_core::limits::CLIENT_TOOL_INPUT_BYTES;
 use serde_json::{json, Value};
-
-/// Whether `name` is one of the client's registered tools.
-#[must_use]
-pub fn is_client_tool(rt: &Runtime, name: &str) -> bool {
-    rt.client_tools.iter().any(|t| t.name == name)
-}
 
 /// Asks the client to run its tool `name` and waits for the answer (at most the advertised
 /// `client_tool_timeout_ms`; the wait itself is tested in `client_calls`).

@@ -8,6 +8,7 @@ use crate::history::compact::{self, Pieces, Snapshot, Written};
 use crate::history::{ActivityKind, ActivityState, Body, Item, Record, ToolSpec};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
 use crate::util::redact::sanitize_text;
+use crate::wire::DiagnosticCode;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -177,7 +178,7 @@ impl StepSink for Collect<'_, '_> {
             wait.as_millis(),
             crate::providers::http::MAX_RETRIES
         );
-        self.out.diagnostic("provider_retry", &summary);
+        self.out.diagnostic(DiagnosticCode::ProviderRetry, &summary);
     }
 }
 
@@ -388,7 +389,10 @@ pub fn compact(
         failed => {
             let why = match failed {
                 _ if cancelled => "cancelled".to_owned(),
-                Err(f) => f.code().unwrap_or("cancelled").to_owned(),
+                Err(f) => f
+                    .code()
+                    .map_or("cancelled", DiagnosticCode::as_str)
+                    .to_owned(),
                 Ok(_) => "cancelled".to_owned(),
             };
             let done = activity(
@@ -404,7 +408,7 @@ pub fn compact(
                 return Compacted::Cancelled;
             }
             out.diagnostic(
-                "compaction_failed",
+                DiagnosticCode::CompactionFailed,
                 &format!("the conversation could not be compacted ({why})"),
             );
             return Compacted::Failed;

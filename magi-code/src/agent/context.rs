@@ -5,6 +5,7 @@ use crate::config::profiles::{self, Profile};
 use crate::history::ToolSpec;
 use crate::mcp::McpHub;
 use crate::runtime::Runtime;
+use crate::tools::ToolRegistry;
 use std::fmt::Write as _;
 
 /// The primary profile (settings `agent`), if any.
@@ -80,24 +81,21 @@ pub fn instructions(rt: &Runtime, tools: &[ToolSpec]) -> String {
         .fold(base, |acc, p| format!("{acc}\n\n{p}"))
 }
 
-/// The tools offered to the model: the built-ins (`task` last), then the MCP servers' tools,
-/// then the client's (`client.tools`), only those the primary profile allows.
+/// The run's tool table: the built-ins (`task` last), then the MCP servers' tools, then the
+/// client's (`client.tools`), only those the primary profile allows.
 #[must_use]
-pub fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
-    let mut specs = crate::tools::specs();
-    specs.push(super::subagent::spec(rt));
-    specs.extend(mcp.into_iter().flat_map(McpHub::tools).map(|t| ToolSpec {
-        name: t.name.clone(),
-        description: t.description.clone(),
-        input_schema: t.input_schema.clone(),
-    }));
-    specs.extend(rt.client_tools.iter().map(|t| ToolSpec {
-        name: t.name.clone(),
-        description: t.description.clone(),
-        input_schema: t.input_schema.clone(),
-    }));
-    specs.retain(|t| offered(rt, &t.name));
-    specs
+pub fn table(rt: &Runtime, mcp: Option<&McpHub>) -> ToolRegistry {
+    let mut t = ToolRegistry::builtin();
+    // Names are distinct and valid by construction: `task` is no built-in, the hub offers
+    // only valid unique `mcp__` names, and `initialize` refuses client tools that would clash.
+    let _ = super::subagent::add_task(&mut t, rt);
+    for tool in mcp.into_iter().flat_map(McpHub::tools) {
+        let _ = t.add_mcp(tool);
+    }
+    for tool in &rt.client_tools {
+        let _ = t.add_client(tool);
+    }
+    t.only(|s| offered(rt, &s.name))
 }
 
 #[cfg(test)]
@@ -105,6 +103,10 @@ mod tests {
     use super::*;
     use crate::config::{Settings, Skill};
     use std::path::{Path, PathBuf};
+
+    fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
+        table(rt, mcp).specs().to_vec()
+    }
 
     fn rt(agent: Option<&str>, tools: Option<&[&str]>) -> Runtime {
         let settings = Settings {

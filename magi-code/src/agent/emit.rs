@@ -7,11 +7,13 @@ use super::subagent::Quiet;
 use crate::history::{Body, Record};
 use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
+use crate::tools::ToolRegistry;
 use crate::util::cancel::Cancel;
+use crate::wire::DiagnosticCode;
 use io_driver::EventSink;
 use protocol_core::{ErrorCode, WorkerEvent};
 use serde_json::{json, Value};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// How long a critical event may wait for room.
@@ -29,7 +31,7 @@ pub struct TurnCtx<'a> {
     /// The admitted runtime.
     pub rt: Runtime,
     /// The connected MCP servers, if any.
-    pub mcp: Option<std::sync::Arc<crate::mcp::McpHub>>,
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
     /// The session state, shared with the session worker.
     pub session: &'a Mutex<SessionState>,
     /// Approvals of the active run, answered from the protocol loop.
@@ -68,8 +70,9 @@ pub struct RunOutput<'a> {
     /// A subagent's output: its records go to its own history and the client sees none of
     /// its events but approval requests (which name the parent run).
     pub subagent: Option<Quiet>,
-    /// The tool names this run may call; `None`: every tool a turn offers.
-    pub allowed: Option<Vec<String>>,
+    /// The run's tool table: what it offers and may call, each tool's kind, class, schema
+    /// and summary (a subagent's is its own).
+    pub tools: Arc<ToolRegistry>,
 }
 
 impl<'a> RunOutput<'a> {
@@ -85,7 +88,7 @@ impl<'a> RunOutput<'a> {
             activities_full: false,
             selection: None,
             subagent: None,
-            allowed: None,
+            tools: Arc::new(ToolRegistry::empty()),
         }
     }
 
@@ -129,12 +132,15 @@ impl<'a> RunOutput<'a> {
     }
 
     /// Sends a `diagnostic` event (critical): a code and a fixed, sanitized summary.
-    pub fn diagnostic(&mut self, code: &str, summary: &str) {
+    pub fn diagnostic(&mut self, code: DiagnosticCode, summary: &str) {
         let summary = crate::util::text::bounded(
             &crate::util::redact::sanitize_text(summary),
             protocol_core::limits::SUMMARY_BYTES,
         );
-        self.critical("diagnostic", json!({ "code": code, "summary": summary }));
+        self.critical(
+            "diagnostic",
+            json!({ "code": code.as_str(), "summary": summary }),
+        );
     }
 
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).

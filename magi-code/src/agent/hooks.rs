@@ -7,6 +7,7 @@ use crate::config::Hook;
 use crate::util::cancel::Cancel;
 use crate::util::clock::{Clock, Deadline, RealClock};
 use crate::util::proc::{kill_group, shell_command, take_output};
+use crate::wire::DiagnosticCode;
 use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -114,7 +115,10 @@ fn failed(out: &mut RunOutput<'_>, event: &str, end: &HookEnd) {
         HookEnd::Failed(p) => p.clone(),
         HookEnd::Cancelled => "cancelled".to_owned(),
     };
-    out.diagnostic("hook_failed", &format!("a {event} hook failed ({why})"));
+    out.diagnostic(
+        DiagnosticCode::HookFailed,
+        &format!("a {event} hook failed ({why})"),
+    );
 }
 
 /// Runs `command` with `/bin/sh -c` in `cwd` in its own process group, `stdin` written to it

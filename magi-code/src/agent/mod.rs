@@ -120,10 +120,18 @@ pub fn run_turn(
     }
     // A `task` call's subagent starts from the turn's selection.
     out.selection = Some(selection.clone());
-    let tools = context::tools(rt, ctx.mcp.as_deref());
-    let instructions = context::instructions(rt, &tools);
+    // One tool table per run, built from what it offers (`tools::registry`).
+    let table = std::sync::Arc::new(context::table(rt, ctx.mcp.as_deref()));
+    out.tools = table.clone();
+    let instructions = context::instructions(rt, table.specs());
     let effort = selection.effective_effort();
-    let params = client::loop_params(rt, &selection, effort.as_deref(), &instructions, &tools);
+    let params = client::loop_params(
+        rt,
+        &selection,
+        effort.as_deref(),
+        &instructions,
+        table.specs(),
+    );
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -16,15 +16,16 @@ use crate::runtime::Runtime;
 use crate::session::{self, Selection};
 use crate::store::{sync_dir, Appender, SessionId, Sessions};
 use crate::tools::outcome::{bound_output, one_line};
-use crate::tools::{ToolDetails, ToolOutcome};
+use crate::tools::{AddError, ToolDetails, ToolKind, ToolOutcome, ToolRegistry};
 use crate::util::redact::safe_name;
+use crate::util::schema::{self, SchemaError, Validator};
 use protocol_core::ErrorCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fs;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The tool's name as offered to the model.
 pub const TOOL: &str = "task";
@@ -68,17 +69,22 @@ pub fn spec(rt: &Runtime) -> ToolSpec {
     ToolSpec {
         name: TOOL.to_owned(),
         description,
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "description": "A few words saying what the task is."},
-                "prompt": {"type": "string", "description": "The whole task: everything the subagent needs to know."},
-                "agent": agent,
-            },
-            "required": ["description", "prompt"],
-            "additionalProperties": false,
-        }),
+        input_schema: input_schema(agent),
     }
+}
+
+/// `task`'s input schema with this `agent` property.
+fn input_schema(agent: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "description": "A few words saying what the task is."},
+            "prompt": {"type": "string", "description": "The whole task: everything the subagent needs to know."},
+            "agent": agent,
+        },
+        "required": ["description", "prompt"],
+        "additionalProperties": false,
+    })
 }
 
 /// The input of a call, exactly (decision 17's strictness).
@@ -225,20 +231,31 @@ pub fn instructions(rt: &Runtime, profile: Option<&Profile>, tools: &[ToolSpec])
     parts.join("\n\n")
 }
 
-/// The subagent's tools: every built-in but `task` and every MCP tool, limited to its
+/// The subagent's tool table: every built-in but `task` and every MCP tool, limited to its
 /// profile's `tools` when given. Client tools (`client.tools`) are the primary agent's only.
 #[must_use]
-pub fn tools(mcp: Option<&McpHub>, profile: Option<&Profile>) -> Vec<ToolSpec> {
-    let mut specs = crate::tools::specs();
-    specs.extend(mcp.into_iter().flat_map(McpHub::tools).map(|t| ToolSpec {
-        name: t.name.clone(),
-        description: t.description.clone(),
-        input_schema: t.input_schema.clone(),
-    }));
-    if let Some(allowed) = profile.and_then(|p| p.tools.as_ref()) {
-        specs.retain(|s| allowed.contains(&s.name));
+pub fn table(mcp: Option<&McpHub>, profile: Option<&Profile>) -> ToolRegistry {
+    let mut t = ToolRegistry::builtin();
+    for tool in mcp.into_iter().flat_map(McpHub::tools) {
+        // The hub offers only valid, unique `mcp__` names.
+        let _ = t.add_mcp(tool);
     }
-    specs
+    match profile.and_then(|p| p.tools.as_ref()) {
+        Some(allowed) => t.only(|s| allowed.contains(&s.name)),
+        None => t,
+    }
+}
+
+/// Offers `task` in `table`. Its input is checked against its fixed shape (`description` and
+/// `prompt` strings, `agent` an optional string, nothing else), not the offered `enum` of
+/// agents: a name outside it keeps its own refusal (`unknown agent`, `refused: that agent is
+/// disabled`), as `runner.md` 7 says.
+pub fn add_task(table: &mut ToolRegistry, rt: &Runtime) -> Result<(), AddError> {
+    static SHAPE: OnceLock<Result<Validator, SchemaError>> = OnceLock::new();
+    let shape = SHAPE.get_or_init(|| schema::compile(&input_schema(json!({"type": "string"}))));
+    table.add(spec(rt), ToolKind::Task, shape.clone(), |_, input| {
+        describe(input)
+    })
 }
 
 /// Which profile a call asks for: `Ok(None)` for a general subagent.
@@ -329,14 +346,15 @@ pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
         }
         Err(HistoryError::Store) => return refusal("the subagent's history could not be stored"),
     };
-    let specs = tools(ctx.mcp.as_deref(), profile);
-    let instructions = instructions(rt, profile, &specs);
+    let table = Arc::new(table(ctx.mcp.as_deref(), profile));
+    let specs = table.specs();
+    let instructions = instructions(rt, profile, specs);
     let effort = sel.effective_effort();
-    let params = client::loop_params(rt, &sel, effort.as_deref(), &instructions, &specs);
+    let params = client::loop_params(rt, &sel, effort.as_deref(), &instructions, specs);
     // The same loop as a turn, under the parent run's IDs (so its approvals are the parent
-    // run's), its records under its own ID in its own file.
+    // run's), its records under its own ID in its own file, over its own tool table.
     let mut sub = RunOutput::new(ctx, out.session_id.clone(), out.run_id.clone());
-    sub.allowed = Some(specs.iter().map(|s| s.name.clone()).collect());
+    sub.tools = table.clone();
     sub.subagent = Some(Quiet {
         id: id.as_str().to_owned(),
         file: Mutex::new(QuietFile {

@@ -2,15 +2,16 @@
 
 use super::approvals::{Decision, APPROVAL_EXPIRY};
 use super::client_tool;
-use super::emit::{RunOutput, TurnCtx};
+use super::emit::RunOutput;
 use super::subagent;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
 use crate::mcp::{Lost, McpHub};
 use crate::tools::outcome::bound_output;
-use crate::tools::{self, Card, CardStatus, ToolClass, ToolOutcome};
+use crate::tools::{self, Card, CardStatus, ToolClass, ToolKind, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
 use crate::util::text::bounded;
+use crate::wire::DiagnosticCode;
 use protocol_core::limits::SUMMARY_BYTES;
 use serde_json::{json, Value};
 
@@ -22,7 +23,7 @@ fn activity(
     summary: &str,
 ) -> (Value, Record) {
     // `task` calls are the `subagent` activity (`decisions.md` 33).
-    let (kind, wire) = if name == subagent::TOOL {
+    let (kind, wire) = if out.tools.lookup(name) == Some(ToolKind::Task) {
         (ActivityKind::Subagent, "subagent")
     } else {
         (ActivityKind::Tool, "tool")
@@ -71,8 +72,8 @@ pub struct Prepared {
     shown: String,
     described: String,
     card: Card,
-    /// Why it must not run, if so.
-    refused: Option<&'static str>,
+    /// Why it must not run, if so: the error result's text.
+    refused: Option<String>,
     /// The call's name and input, kept only when a `post_tool` hook applies to it.
     post: Option<(String, Value)>,
 }
@@ -89,15 +90,16 @@ impl Prepared {
 /// object input. Such calls may run concurrently.
 #[must_use]
 pub fn runs_unasked(out: &RunOutput<'_>, name: &str, input: &Value) -> bool {
-    tools::class(name) == Some(ToolClass::Read)
+    out.tools.class(name) == Some(ToolClass::Read)
         && out.ctx.rt.settings.tool_read == Policy::Allow
         && input.is_object()
 }
 
-/// Emits the call's `started` activity, then applies its policy, asking for approval when it
-/// says `ask`, then its `pre_tool` hooks. Refusals (unknown tool, input that is not an object,
+/// Emits the call's `started` activity, checks the input against the tool's schema, then
+/// applies its policy, asking for approval when it says `ask`, then its `pre_tool` hooks.
+/// Refusals (a tool the run does not offer, input that is not an object or breaks the schema,
 /// policy, a denied or expired approval, a blocking hook, cancellation) mean the tool never
-/// runs.
+/// runs; input refused by its schema is never shown to an approval or a hook.
 pub fn prepare(
     out: &mut RunOutput<'_>,
     name: &str,
@@ -105,9 +107,12 @@ pub fn prepare(
     records: &mut Vec<Record>,
 ) -> Prepared {
     let mut p = start(out, name, input, records);
-    p.refused = policy_and_approval(out, name, input, &p.described);
+    p.refused = out.tools.check(name, input).err();
     if p.refused.is_none() {
-        p.refused = super::hooks::pre_tool(out, name, input);
+        p.refused = policy_and_approval(out, name, &p.described).map(Into::into);
+    }
+    if p.refused.is_none() {
+        p.refused = super::hooks::pre_tool(out, name, input).map(Into::into);
     }
     if p.refused.is_none() && super::hooks::has_post(out, name) {
         p.post = Some((name.to_owned(), input.clone()));
@@ -125,7 +130,7 @@ pub fn refuse(
     records: &mut Vec<Record>,
 ) -> ToolRun {
     let mut p = start(out, name, input, records);
-    p.refused = Some(why);
+    p.refused = Some(why.to_owned());
     complete(out, p, None, records)
 }
 
@@ -139,14 +144,15 @@ fn start(
     let ctx = out.ctx;
     let activity_id = format!("t-{}", uuid::Uuid::new_v4().simple());
     let shown = safe_name(name).unwrap_or_else(|| "tool".into());
-    let client = client_tool::is_client_tool(&ctx.rt, name);
+    let kind = out.tools.lookup(name);
+    let client = kind == Some(ToolKind::Client);
     let described = if client {
         // The client's tool: its name is the description (the input is the client's).
         shown.clone()
     } else {
-        bounded(&describe(ctx, name, input), SUMMARY_BYTES)
+        bounded(&out.tools.summary(name, input), SUMMARY_BYTES)
     };
-    let started = if name == subagent::TOOL {
+    let started = if kind == Some(ToolKind::Task) {
         subagent::started(&described)
     } else {
         described.clone()
@@ -176,26 +182,18 @@ fn start(
     }
 }
 
-/// Why policy or the user's answer refuses the call, if either does.
+/// Why policy or the user's answer refuses a call whose input its schema accepted, if either
+/// does.
 fn policy_and_approval(
     out: &mut RunOutput<'_>,
     name: &str,
-    input: &Value,
     described: &str,
 ) -> Option<&'static str> {
     let ctx = out.ctx;
-    let client = client_tool::is_client_tool(&ctx.rt, name);
     let settings = &ctx.rt.settings;
-    // A tool this run does not offer is refused like an unknown one: for a subagent, what its
-    // own tool list holds (never `task`); for a turn, what the primary profile allows.
-    let offered = match &out.allowed {
-        Some(a) => a.iter().any(|t| t == name),
-        None => super::context::offered(&ctx.rt, name),
-    };
-    let class = class_of(ctx, name)
-        .or_else(|| client.then_some(ToolClass::Client))
-        .filter(|_| offered);
-    let policy = class.map(|c| match c {
+    // The run's table holds only what it offers: for a subagent, its own tool list (never
+    // `task`); for a turn, what the primary profile allows.
+    let policy = out.tools.class(name).map(|c| match c {
         ToolClass::Read => settings.tool_read,
         ToolClass::Write => settings.tool_write,
         ToolClass::Shell => settings.tool_shell,
@@ -205,8 +203,6 @@ fn policy_and_approval(
     });
     match policy {
         None => Some("unknown tool"),
-        // Input that is not an object never reaches approval: it could not run anyway.
-        Some(_) if !input.is_object() => Some("invalid input: expected a JSON object"),
         Some(Policy::Deny) => Some("denied by policy"),
         Some(Policy::Allow) => None,
         Some(Policy::Ask) => {
@@ -247,7 +243,7 @@ pub fn complete(
         _ => CardStatus::Failed,
     };
     let shown_card = p.card.value(status, ran);
-    let (state, summary, run) = match (p.refused, outcome) {
+    let (state, summary, run) = match (p.refused.take(), outcome) {
         (None, Some(o)) => {
             let state = if o.ok {
                 ActivityState::Completed
@@ -268,12 +264,12 @@ pub fn complete(
             (state, format!("{described}: {}", o.summary), run)
         }
         (why, _) => {
-            let why = why.unwrap_or("cancelled");
+            let why = why.unwrap_or_else(|| "cancelled".to_owned());
             (
                 ActivityState::Failed,
                 format!("{described}: {why}"),
                 ToolRun {
-                    output: why.to_owned(),
+                    output: why,
                     is_error: true,
                 },
             )
@@ -298,55 +294,24 @@ pub fn call(
     records: &mut Vec<Record>,
 ) -> ToolRun {
     let p = prepare(out, name, input, records);
-    let outcome = if !p.may_run() {
-        None
-    } else if client_tool::is_client_tool(&out.ctx.rt, name) {
+    let kind = out.tools.lookup(name).filter(|_| p.may_run());
+    let outcome = match kind {
+        None => None,
         // Dispatch point for `client.tools`: the client runs it, never the backend.
-        Some(client_tool::run(out, name, input))
-    } else if name == subagent::TOOL {
-        Some(subagent::run(out, input))
-    } else if let Some(hub) = mcp_hub(out.ctx, name) {
-        Some(call_mcp(out, hub, name, input))
-    } else {
-        Some(tools::run(name, input, &out.ctx.rt.cwd, out.ctx.cancel))
+        Some(ToolKind::Client) => Some(client_tool::run(out, name, input)),
+        Some(ToolKind::Task) => Some(subagent::run(out, input)),
+        Some(ToolKind::Mcp) => Some(match out.ctx.mcp.as_deref() {
+            Some(hub) => call_mcp(out, hub, name, input),
+            None => ToolOutcome::fail("unknown tool"),
+        }),
+        Some(ToolKind::Builtin(tool)) => {
+            Some(tools::run(tool, input, &out.ctx.rt.cwd, out.ctx.cancel))
+        }
     };
     complete(out, p, outcome, records)
 }
 
-// ---- MCP tools (issue 8): class, description and dispatch of `mcp__<server>__<tool>` names.
-
-/// The hub offering the tool called `name`, if an MCP server does.
-fn mcp_hub<'a>(ctx: &'a TurnCtx<'_>, name: &str) -> Option<&'a McpHub> {
-    ctx.mcp.as_deref().filter(|h| h.find(name).is_some())
-}
-
-/// The policy class of `name`: a built-in's, `mcp` for an offered MCP tool.
-fn class_of(ctx: &TurnCtx<'_>, name: &str) -> Option<ToolClass> {
-    if name == subagent::TOOL {
-        return Some(ToolClass::Task);
-    }
-    tools::class(name).or_else(|| mcp_hub(ctx, name).map(|_| ToolClass::Mcp))
-}
-
-/// The one-line description shown in activities and approvals.
-fn describe(ctx: &TurnCtx<'_>, name: &str, input: &Value) -> String {
-    if name == subagent::TOOL {
-        return subagent::describe(input);
-    }
-    if mcp_hub(ctx, name).is_some() {
-        // The argument names only: an activity carries no raw params (protocol, `activity`).
-        let keys = input.as_object().map_or_else(String::new, |o| {
-            o.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-        });
-        let line = if keys.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{name} ({keys})")
-        };
-        return sanitize_text(&line.replace(['\n', '\r'], " "));
-    }
-    tools::describe(name, input)
-}
+// ---- MCP tools (issue 8): `tools/call` through the hub.
 
 /// Calls an MCP tool; a server found gone also gets a diagnostic: `mcp_server_exited` when it
 /// exited, `mcp_server_failed` when it broke the protocol and was killed.
@@ -354,11 +319,11 @@ fn call_mcp(out: &mut RunOutput<'_>, hub: &McpHub, name: &str, input: &Value) ->
     let done = hub.call(name, input, out.ctx.cancel);
     match done.lost {
         Some(Lost::Exited) => out.diagnostic(
-            "mcp_server_exited",
+            DiagnosticCode::McpServerExited,
             "an MCP server has exited; its tools fail",
         ),
         Some(Lost::Failed) => out.diagnostic(
-            "mcp_server_failed",
+            DiagnosticCode::McpServerFailed,
             "an MCP server broke the protocol and was stopped; its tools fail",
         ),
         None => {}

@@ -17,6 +17,7 @@ use crate::session;
 use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::redact::sanitize_text;
+use crate::wire::DiagnosticCode;
 use protocol_core::limits::RUN_ACTIVITIES;
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
@@ -145,7 +146,7 @@ impl StepSink for Sink<'_, '_> {
             wait.as_millis(),
             crate::providers::http::MAX_RETRIES
         );
-        self.out.diagnostic("provider_retry", &summary);
+        self.out.diagnostic(DiagnosticCode::ProviderRetry, &summary);
     }
 }
 
@@ -198,7 +199,7 @@ pub fn execute(
     // in its first run, as there is no `magi-code mcp list` to show them yet.
     if out.subagent.is_none() {
         if let Some(summary) = out.ctx.mcp.as_ref().and_then(|h| h.left_out_report()) {
-            out.diagnostic("mcp_tools_left_out", &summary);
+            out.diagnostic(DiagnosticCode::McpToolsLeftOut, &summary);
         }
     }
 
@@ -216,7 +217,7 @@ pub fn execute(
     loop {
         if steps >= p.max_steps {
             out.diagnostic(
-                "step_limit",
+                DiagnosticCode::StepLimit,
                 &format!("the turn reached its bound of {} steps", p.max_steps),
             );
             break;
@@ -254,7 +255,7 @@ pub fn execute(
         content.refresh(out);
         let Some(max_output_tokens) = bound else {
             out.diagnostic(
-                "context_window_too_small",
+                DiagnosticCode::ContextWindowTooSmall,
                 &too_small(p, comp.estimate(&items)),
             );
             break;
@@ -317,7 +318,7 @@ pub fn execute(
         let stopped = match result {
             _ if out.output_lost => Some(End::Failed(ErrorCode::OutputUnavailable)),
             _ if step.over => {
-                out.diagnostic("content_limit", REPLY_STOPPED);
+                out.diagnostic(DiagnosticCode::ContentLimit, REPLY_STOPPED);
                 Some(End::Failed(ErrorCode::ContentLimit))
             }
             Err(StepFailure::Cancelled) => Some(End::Cancelled),
@@ -341,7 +342,7 @@ pub fn execute(
         // Calls whose entries would not fit what the history can show do not run.
         let stopped = stopped.or_else(|| {
             (!content.calls_fit(&step.calls, out.ctx.rt.tool_cards)).then(|| {
-                out.diagnostic("content_limit", CALLS_STOPPED);
+                out.diagnostic(DiagnosticCode::ContentLimit, CALLS_STOPPED);
                 End::Failed(ErrorCode::ContentLimit)
             })
         });
@@ -361,7 +362,7 @@ pub fn execute(
             // The bound is reached: the calls past it were answered with an error; the run
             // ends here rather than letting the model go on without tools.
             out.diagnostic(
-                "content_limit",
+                DiagnosticCode::ContentLimit,
                 &format!("the turn reached its bound of {RUN_ACTIVITIES} tool activities"),
             );
             end = End::Failed(ErrorCode::ContentLimit);
@@ -491,7 +492,7 @@ fn answer_one(
     if repeated {
         let run = tool_call::refuse(out, &call.1, &call.2, REPEATED, records);
         out.diagnostic(
-            "repeated_tool_call",
+            DiagnosticCode::RepeatedToolCall,
             "the model asked for the same tool call with the same input 3 or more times in a row; it was not run",
         );
         return run;
@@ -514,15 +515,19 @@ fn answer_batch(
                 .then(|| tool_call::prepare(out, &call.1, &call.2, records))
         })
         .collect();
-    let (cwd, cancel) = (&out.ctx.rt.cwd, out.ctx.cancel);
+    let (cwd, cancel, table) = (&out.ctx.rt.cwd, out.ctx.cancel, out.tools.clone());
     let outcomes: Vec<Option<crate::tools::ToolOutcome>> = std::thread::scope(|scope| {
         let handles: Vec<_> = batch
             .iter()
             .zip(&prepared)
             .map(|((_, name, input), p)| {
-                p.as_ref()
-                    .filter(|p| p.may_run())
-                    .map(|_| scope.spawn(move || crate::tools::run(name, input, cwd, cancel)))
+                // Only built-ins are read-class (`tool_call::runs_unasked`).
+                let tool = match table.lookup(name) {
+                    Some(crate::tools::ToolKind::Builtin(b)) => Some(b),
+                    _ => None,
+                };
+                tool.filter(|_| p.as_ref().is_some_and(tool_call::Prepared::may_run))
+                    .map(|b| scope.spawn(move || crate::tools::run(b, input, cwd, cancel)))
             })
             .collect();
         handles

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 
 /// The protocol name every request carries.
 pub const PROTOCOL: &str = "magi-code.local-agent";
@@ -143,22 +142,6 @@ impl<R: Read> Frames<R> {
     pub fn next_frame(&mut self) -> Option<io::Result<Value>> {
         self.next_line()
             .map(|l| l.map(|l| serde_json::from_str(&l).unwrap_or(Value::Null)))
-    }
-}
-
-impl<R: Read + Send + 'static> Frames<R> {
-    /// Forwards every frame to a channel from a thread of its own, until EOF or a bad line.
-    #[must_use]
-    pub fn into_channel(mut self) -> Receiver<Value> {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            while let Some(Ok(f)) = self.next_frame() {
-                if tx.send(f).is_err() {
-                    break;
-                }
-            }
-        });
-        rx
     }
 }
 

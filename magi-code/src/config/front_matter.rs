@@ -322,16 +322,6 @@ fn end_of_flow(after: &str) -> Result<(), Bad> {
     }
 }
 
-/// Exercises the parser and accessors on any bytes (part of `profiles::fuzz`).
-pub fn fuzz(data: &[u8]) {
-    if let Ok(doc) = parse(data) {
-        for k in doc.keys.keys() {
-            let _ = doc.text(k);
-            let _ = doc.list(k);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,19 +443,5 @@ mod tests {
             parse(block(MAX_ITEMS + 1).as_bytes()),
             Err(Bad("too many items"))
         );
-    }
-
-    #[test]
-    fn fuzz_entry_survives_odd_inputs() {
-        for b in [
-            &b"---"[..],
-            b"---\n---",
-            b"---\na: '",
-            b"---\na: \"\\",
-            b"---\n\xFF",
-            b"---\r",
-        ] {
-            fuzz(b);
-        }
     }
 }

@@ -1,7 +1,7 @@
 //! Hook definitions (`runner.md` 7): `hooks.pre_tool` and `hooks.post_tool` of the global
 //! settings only, strictly validated.
 
-use super::settings::Invalid;
+use super::invalid::Invalid;
 use serde_json::Value;
 
 /// Most hooks per event.

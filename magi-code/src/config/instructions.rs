@@ -1,8 +1,8 @@
 //! Instructions (runner.md §3): `MC_HOME/AGENTS.md`, the project's `AGENTS.md` files from its
 //! top down to the cwd, then the settings' `instructions` paths, read once at `initialize`.
 
-use super::profiles::read_regular;
-use super::settings::Invalid;
+use super::files::read_regular;
+use super::invalid::Invalid;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

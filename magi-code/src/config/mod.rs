@@ -1,9 +1,13 @@
 //! Configuration: the merged, validated settings of one child, its instructions, profiles,
 //! skills and hook definitions.
 
+mod files;
 pub mod front_matter;
+#[cfg(feature = "testing")]
+pub mod fuzzing;
 pub mod hooks;
 pub mod instructions;
+pub mod invalid;
 pub mod profiles;
 pub mod settings;
 pub mod skills;

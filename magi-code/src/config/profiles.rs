@@ -1,13 +1,12 @@
 //! Agent profiles (`runner.md` 7): `MC_HOME/agents/*.md` and `<cwd>/.magi/agents/*.md`, each a
 //! YAML front matter (`name`, `description`, optional `tools` and `model`) and a body.
 
+use super::files::{entries, read_regular};
 use super::front_matter::{self, Doc};
-use super::settings::{Invalid, Settings};
-use serde_json::{Map, Value};
+use super::invalid::Invalid;
+use serde_json::Value;
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::Path;
 
 /// Largest profile file read; a larger one is invalid.
@@ -62,7 +61,7 @@ fn is_tool_name(s: &str) -> bool {
 }
 
 /// A profile or skill name: the ID grammar (at most 64 bytes).
-fn id_name(v: &Value) -> Result<String, Invalid> {
+pub(super) fn id_name(v: &Value) -> Result<String, Invalid> {
     match v.as_str() {
         Some(n) if protocol_core::ids::is_id_grammar(n) => Ok(n.to_owned()),
         _ => Err(Invalid("bad name")),
@@ -70,7 +69,7 @@ fn id_name(v: &Value) -> Result<String, Invalid> {
 }
 
 /// `{"disabled": [name, ...]}` of `agents` or `skills`.
-fn disabled(v: &Value) -> Result<Vec<String>, Invalid> {
+pub(super) fn disabled(v: &Value) -> Result<Vec<String>, Invalid> {
     let o = v.as_object().ok_or(Invalid("not an object"))?;
     if o.keys().any(|k| k != "disabled") {
         return Err(Invalid("unknown key"));
@@ -83,20 +82,6 @@ fn disabled(v: &Value) -> Result<Vec<String>, Invalid> {
         return Err(Invalid("too many disabled names"));
     }
     list.iter().map(id_name).collect()
-}
-
-/// Reads the settings keys `agent`, `agents` and `skills` (runner.md §7) of one settings object.
-pub(super) fn settings_keys(m: &Map<String, Value>, s: &mut Settings) -> Result<(), Invalid> {
-    if let Some(v) = m.get("agent") {
-        s.agent = Some(id_name(v)?);
-    }
-    if let Some(v) = m.get("agents") {
-        s.agents_disabled = disabled(v)?;
-    }
-    if let Some(v) = m.get("skills") {
-        s.skills_disabled = disabled(v)?;
-    }
-    Ok(())
 }
 
 /// Reads one profile from a file's bytes (sans-IO).
@@ -146,48 +131,6 @@ fn from_doc(doc: &Doc) -> Result<Profile, ProfileInvalid> {
     })
 }
 
-/// Reads at most `bound + 1` bytes of `path` if it is a regular file (`None` if it is anything
-/// else); never blocks on a FIFO.
-pub(crate) fn read_regular(path: &Path, bound: usize) -> io::Result<Option<Vec<u8>>> {
-    // O_NONBLOCK: opening a FIFO without a writer returns at once; fstat then rejects it.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    file.take(bound as u64 + 1).read_to_end(&mut bytes)?;
-    Ok(Some(bytes))
-}
-
-/// The entries of `dir` (empty when it is missing or not a folder), sorted by name.
-pub(crate) fn entries(dir: &Path) -> io::Result<Vec<(String, std::path::PathBuf)>> {
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(Vec::new())
-        }
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for e in rd {
-        let e = e?;
-        // A name that is not UTF-8 can name neither a profile file we read nor a skill.
-        if let Ok(name) = e.file_name().into_string() {
-            out.push((name, e.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// The profiles of one `agents` folder by name.
 fn load_folder(dir: &Path) -> Result<BTreeMap<String, Profile>, ProfileInvalid> {
     let mut out = BTreeMap::new();
@@ -233,17 +176,10 @@ pub fn primary<'a>(profiles: &'a [Profile], agent: Option<&str>) -> Option<&'a P
     agent.and_then(|a| profiles.iter().find(|p| p.name == a))
 }
 
-/// Fuzz entry point (`fuzz/fuzz_targets/profile_front_matter.rs`): the front-matter parser
-/// and both readers on any bytes, never panicking.
-pub fn fuzz(data: &[u8]) {
-    front_matter::fuzz(data);
-    let _ = parse(data);
-    let _ = super::skills::parse("a", data);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::path::PathBuf;
 
     /// A storage root and a cwd, canonical, in one temporary folder.

@@ -35,9 +35,7 @@ pub const MAX_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Most `instructions` paths: each is opened at startup, so a long list must not stall it.
 pub const MAX_INSTRUCTION_PATHS: usize = 64;
 
-/// A settings problem; reported as `configuration_invalid` without detail on the wire.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid(pub &'static str);
+pub use super::invalid::Invalid;
 
 type R<T> = Result<T, Invalid>;
 
@@ -561,7 +559,16 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     if let Some(v) = m.get("hooks") {
         s.hooks = super::hooks::Hooks::parse(v)?;
     }
-    super::profiles::settings_keys(m, &mut s)?;
+    // `agent`, `agents` and `skills` (runner.md §7): profile and skill names.
+    if let Some(v) = m.get("agent") {
+        s.agent = Some(super::profiles::id_name(v)?);
+    }
+    if let Some(v) = m.get("agents") {
+        s.agents_disabled = super::profiles::disabled(v)?;
+    }
+    if let Some(v) = m.get("skills") {
+        s.skills_disabled = super::profiles::disabled(v)?;
+    }
     if let Some(v) = m.get("retention_days") {
         s.retention_days = v
             .as_u64()

@@ -1,8 +1,9 @@
 //! Skills in the Agent Skills format (`runner.md` 7): `MC_HOME/skills/<name>/SKILL.md` and
 //! `<cwd>/.magi/skills/<name>/SKILL.md`, listed in the base prompt and read on demand.
 
+use super::files::{entries, read_regular};
 use super::front_matter;
-use super::profiles::{entries, is_name, read_regular};
+use super::profiles::is_name;
 use crate::util::text::bounded;
 use std::collections::BTreeMap;
 use std::fs;

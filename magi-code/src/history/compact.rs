@@ -2,8 +2,8 @@
 //! (summary, files written or edited, user inputs, the compacted turn) and the items built
 //! from them for a given context window, so a live loop and a reopened child replay alike.
 
+use super::item::Item;
 use super::record::{Body, Record};
-use super::replay::Item;
 use std::path::Path;
 
 /// The tools whose calls name a file the session wrote or edited (their `path` input).

@@ -2,6 +2,7 @@
 //! discovery and reopen need, and the display projection (`docs/history-format.md`).
 
 pub mod compact;
+pub mod item;
 pub mod projection;
 pub mod record;
 pub mod replay;

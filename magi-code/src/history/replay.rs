@@ -4,7 +4,10 @@
 
 use super::compact::{Marks, Snapshot};
 use super::record::{Body, Record, RunOutcome};
-use serde_json::Value;
+
+// The conversation types live in the leaf `item.rs` (compaction builds items too); their
+// users name them here, where the replay that makes them is.
+pub use super::item::{Item, ToolSpec};
 
 /// The output of a synthetic result for a stored call whose result was never recorded.
 pub const INTERRUPTED_RESULT: &str = "interrupted: no result was recorded";
@@ -16,60 +19,6 @@ pub const NO_REPLY_CANCELLED: &str = "no reply: the turn was cancelled";
 pub const NO_REPLY_INTERRUPTED: &str = "no reply: the turn was interrupted";
 /// The assistant note after a completed turn whose model produced no text.
 pub const NO_REPLY_EMPTY: &str = "no reply: the turn ended without one";
-
-/// One item of the provider-neutral conversation, in the order the model saw or produced it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Item {
-    /// The user's text.
-    User {
-        /// The prompt.
-        text: String,
-    },
-    /// One segment of assistant text.
-    Assistant {
-        /// The text.
-        text: String,
-    },
-    /// A tool call the model made.
-    ToolCall {
-        /// The provider's call ID (`tool_use.id`, `call_id`, `tool_calls[].id`).
-        call_id: String,
-        /// The tool name as offered to the model.
-        name: String,
-        /// The input: a JSON object, or the raw arguments text as a string when the model
-        /// produced no valid object (sent back as it came).
-        input: Value,
-    },
-    /// The result of a tool call, sent back to the model.
-    ToolResult {
-        /// The call it answers.
-        call_id: String,
-        /// The bounded output text (at most 64 KiB).
-        output: String,
-        /// Whether the call failed, was refused or was cut short.
-        is_error: bool,
-    },
-    /// Opaque data the provider needs back verbatim: an Anthropic `thinking` or
-    /// `redacted_thinking` block with its signature, a Responses `reasoning` item with its
-    /// `encrypted_content`. Only sent to the provider that produced it.
-    ProviderItem {
-        /// The provider (settings name) that produced it.
-        provider: String,
-        /// The block or item, exactly as received.
-        item: Value,
-    },
-}
-
-/// A tool as the model sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// Name (`read_file`, `mcp__fs__read`, ...).
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON Schema of its input object.
-    pub input_schema: Value,
-}
 
 /// The turn being replayed: its run, and its calls still waiting for a result (call ID and
 /// the index of the call's item).

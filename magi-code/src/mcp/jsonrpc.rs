@@ -225,8 +225,9 @@ impl Session {
     }
 }
 
-/// Fuzz entry point: feeds `data`'s lines to a session with a few requests outstanding; it
-/// must never panic and never hold more than its bounds.
+/// Fuzz entry point (behind the `testing` feature): feeds `data`'s lines to a session with a
+/// few requests outstanding; it must never panic and never hold more than its bounds.
+#[cfg(feature = "testing")]
 pub fn fuzz(data: &[u8]) {
     let mut s = Session::new();
     let now = Instant::now();

@@ -9,6 +9,7 @@ pub mod server;
 use self::protocol::{Malformed, McpResult, RemoteTool};
 use self::server::{CallError, Definition, Server};
 use crate::util::cancel::Cancel;
+use crate::util::schema::{self, Validator};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -68,6 +69,9 @@ pub struct HubTool {
     pub description: String,
     /// Its input schema.
     pub input_schema: Value,
+    /// That schema, compiled once when the tool was listed: every call is checked against it
+    /// before its policy and approval.
+    pub validator: Validator,
 }
 
 /// Why a call found its server gone.
@@ -175,14 +179,19 @@ fn shown(server: &str, tool: &str) -> String {
 }
 
 /// Offered tools of every server, and the tools left out (as `<server>/<tool>`, in listing
-/// order): names longer than the bound or with a character outside the grammar first, then
-/// colliding ones (decisions.md 37).
+/// order): names longer than the bound or with a character outside the grammar, and tools
+/// whose input schema does not compile (`util::schema`), first; then colliding ones
+/// (decisions.md 37).
 fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> (Vec<HubTool>, Vec<String>) {
     let mut left_out = Vec::new();
     let mut all = Vec::new();
     for (server, tools) in listed {
         for t in tools {
-            let Some(name) = offered_name(&server, &t.name) else {
+            // A schema that does not compile (or is over its bound) could not check a call.
+            let (Some(name), Ok(validator)) = (
+                offered_name(&server, &t.name),
+                schema::compile(&t.input_schema),
+            ) else {
                 left_out.push(shown(&server, &t.name));
                 continue;
             };
@@ -192,6 +201,7 @@ fn offer(listed: Vec<(String, Vec<RemoteTool>)>) -> (Vec<HubTool>, Vec<String>) 
                 tool: t.name,
                 description: t.description,
                 input_schema: t.input_schema,
+                validator,
             });
         }
     }
@@ -291,7 +301,7 @@ impl McpHub {
         }
         Some(format!(
             "{} MCP tool{} not offered (a name outside [A-Za-z0-9_-] or over 64 bytes as \
-             mcp__<server>__<tool>, or colliding): {}",
+             mcp__<server>__<tool>, an input schema that does not compile, or colliding): {}",
             self.left_out.len(),
             if self.left_out.len() == 1 {
                 " is"

@@ -1,4 +1,5 @@
 use super::*;
+use crate::util::schema::SCHEMA_BYTES;
 
 #[test]
 fn the_digest_is_lowercase_hex_sha256_of_the_canonical_bytes() {
@@ -50,6 +51,34 @@ fn colliding_and_invalid_names_are_left_out() {
     assert_eq!(left_out, ["a/x.y", "a__b/c", "a/b__c", "a/dup", "a/dup"]);
     assert_eq!(offered[0].server, "a__b");
     assert_eq!(offered[0].tool, "ok");
+}
+
+#[test]
+fn tools_whose_schema_does_not_compile_are_left_out_with_the_invalid_names() {
+    let with = |name: &str, schema: Value| RemoteTool {
+        input_schema: schema,
+        ..tool(name)
+    };
+    let big = json!({"type": "object", "description": "x".repeat(SCHEMA_BYTES)});
+    let (offered, left_out) = offer(vec![(
+        "s".into(),
+        vec![
+            with("typo", json!({"type": "objekt"})),
+            with("remote", json!({"$ref": "https://example.com/s.json"})),
+            with("big", big),
+            with("x.y", json!({"type": "object"})),
+            with(
+                "ok",
+                json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            ),
+        ],
+    )]);
+    let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["mcp__s__ok"]);
+    assert_eq!(left_out, ["s/typo", "s/remote", "s/big", "s/x.y"]);
+    // The compiled schema checks calls.
+    assert!(offered[0].validator.check(&json!({"a": "x"})).is_ok());
+    assert!(offered[0].validator.check(&json!({"a": 1})).is_err());
 }
 
 fn page(n: usize, next: Option<&str>) -> Value {

@@ -5,7 +5,6 @@ use super::model::{
     is_overflow, DecodeError, Item, ModelEvent, ModelRequest, SseEvent, StopReason, StreamDecoder,
     Thinking, Usage,
 };
-use super::sse::{SseDecoder, SseError};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -519,61 +518,12 @@ impl StreamDecoder for Decoder {
     }
 }
 
-/// What a whole byte stream decodes to: the SSE layer's error, or the model events up to the
-/// first decode error, that error, and whether the stream finished.
-#[derive(Debug, PartialEq)]
-pub enum Outcome {
-    /// The bytes are not SSE the decoder accepts.
-    Sse(SseError),
-    /// The events, the first decode error, and whether `message_stop` arrived.
-    Model(Vec<ModelEvent>, Option<DecodeError>, bool),
-}
-
-/// Decodes `chunks`, fed one by one, into an [`Outcome`] (fuzzing and split tests).
-#[must_use]
-pub fn decode_chunks(chunks: &[&[u8]]) -> Outcome {
-    let mut sse = SseDecoder::new();
-    let mut dec = Decoder::new();
-    let mut out = Vec::new();
-    let mut err = None;
-    for chunk in chunks {
-        let evs = match sse.feed(chunk) {
-            Ok(evs) => evs,
-            Err(e) => return Outcome::Sse(e),
-        };
-        for ev in &evs {
-            if err.is_some() {
-                break;
-            }
-            match dec.event(ev) {
-                Ok(mut evs) => out.append(&mut evs),
-                Err(e) => err = Some(e),
-            }
-        }
-    }
-    Outcome::Model(out, err, dec.finished())
-}
-
-/// Fuzz entry: arbitrary bytes through the SSE decoder and this API's stream decoder, whole
-/// and split at a position the first two bytes choose; never panics, and both ways agree.
-pub fn fuzz(data: &[u8]) {
-    let at = match data {
-        [a, b, ..] => usize::from(u16::from_le_bytes([*a, *b])) % (data.len() + 1),
-        _ => 0,
-    };
-    let whole = decode_chunks(&[data]);
-    let split = decode_chunks(&[&data[..at], &data[at..]]);
-    assert_eq!(
-        whole, split,
-        "splitting the bytes changed what they decode to"
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::model::ToolSpec;
     use super::*;
     use crate::providers::fuzzing::events::usage;
+    use crate::providers::fuzzing::{decode_chunks, Outcome};
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!(

@@ -2,6 +2,7 @@
 //! the run's thread; everything they parse is bounded.
 
 pub mod anthropic;
+#[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod http;
 pub mod model;

@@ -4,6 +4,7 @@
 //! into [`ModelEvent`]s with a sans-IO [`StreamDecoder`].
 
 pub use crate::history::replay::{Item, ToolSpec};
+use crate::wire::DiagnosticCode;
 use serde_json::Value;
 
 /// Which wire API a provider speaks.
@@ -192,15 +193,15 @@ pub enum StepFailure {
 impl StepFailure {
     /// The `diagnostic` code, `None` for cancellation.
     #[must_use]
-    pub const fn code(self) -> Option<&'static str> {
+    pub const fn code(self) -> Option<DiagnosticCode> {
         Some(match self {
             Self::Cancelled => return None,
-            Self::Unreachable => "provider_unreachable",
-            Self::Auth => "provider_auth",
-            Self::Status(_) => "provider_status",
-            Self::StreamInvalid | Self::EmptyReply => "provider_stream_invalid",
-            Self::Remote | Self::Scripted => "provider_error",
-            Self::ContextOverflow => "context_overflow",
+            Self::Unreachable => DiagnosticCode::ProviderUnreachable,
+            Self::Auth => DiagnosticCode::ProviderAuth,
+            Self::Status(_) => DiagnosticCode::ProviderStatus,
+            Self::StreamInvalid | Self::EmptyReply => DiagnosticCode::ProviderStreamInvalid,
+            Self::Remote | Self::Scripted => DiagnosticCode::ProviderError,
+            Self::ContextOverflow => DiagnosticCode::ContextOverflow,
         })
     }
 

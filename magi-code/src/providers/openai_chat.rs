@@ -388,17 +388,11 @@ impl StreamDecoder for Decoder {
     }
 }
 
-/// Fuzz entry: arbitrary bytes through the SSE decoder and this API's stream decoder; never
-/// panics.
-pub fn fuzz(data: &[u8]) {
-    let _ = error_body_is_overflow(data);
-    super::fuzzing::drive(data, &mut Decoder::new());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::providers::fuzzing::events::{call, data, usage};
+    use crate::providers::fuzzing::openai_chat as fuzz;
     use crate::providers::model::{Thinking, ToolSpec};
     use ModelEvent::{Stop, TextDelta};
 

@@ -198,7 +198,7 @@ mod tests {
         match api {
             "anthropic" => Some(format!(
                 "{:?}",
-                super::super::anthropic::decode_chunks(chunks)
+                super::super::fuzzing::decode_chunks(chunks)
             )),
             _ => None,
         }

@@ -1,4 +1,4 @@
-//! Durable writes: the append-only history appender and folder fsync.
+//! Durable writes: the append-only history appender.
 
 use super::held::Identity;
 use super::replace::{create_atomically, Sweep};
@@ -6,11 +6,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-
-/// Fsyncs a folder so a new entry in it is durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
 
 /// `records` as JSON lines, each ended by LF.
 fn lines<T: serde::Serialize>(records: &[T]) -> io::Result<Vec<u8>> {

@@ -1,7 +1,6 @@
-//! Atomic replacement of rewritten files, and the sweep of the stale temp files that a
-//! replacement killed part way leaves behind.
+//! Atomic replacement of rewritten files, the folder fsync that makes a new name durable, and
+//! the sweep of the stale temp files that a replacement killed part way leaves behind.
 
-use super::append::sync_dir;
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Write};
@@ -9,6 +8,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+/// Fsyncs a folder so a new entry in it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
 
 /// Which stale temp files a replacement removes from its folder before it writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,38 +1,46 @@
-//! The tools a run offers the model, by name: today the built-in ones; MCP tools
-//! (`mcp__<server>__<tool>`) and client tools join through [`ToolRegistry::add`].
+//! The one tool table of a run: what the model is offered, and for each name its kind (what
+//! runs it), policy class, definition, compiled input schema and activity summary. Built once
+//! per run (and once per subagent) from the offered tools: the built-ins, `task`, the MCP
+//! servers' `mcp__<server>__<tool>` tools and the client's `client.tools`. Every call's input
+//! is checked against its tool's schema ([`ToolRegistry::check`]) before its policy and
+//! approval (`runner.md` §2).
 
-use super::builtin::{class, specs};
+use super::builtin::{describe, parses, specs, Builtin};
 use super::outcome::ToolClass;
 use crate::history::replay::ToolSpec;
+use crate::mcp::HubTool;
+use crate::util::redact::sanitize_text;
+use crate::util::schema::{self, SchemaError, Validator};
+use protocol_core::ClientToolDef;
+use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Longest tool name: the grammar every provider accepts is `[A-Za-z0-9_-]{1,64}`.
 pub const TOOL_NAME_BYTES: usize = 64;
 
 /// What runs a tool's calls, and so which policy class applies.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {
-    /// A built-in tool (`tools::run`) of this policy class.
-    Builtin(ToolClass),
+    /// A built-in tool (`tools::run`).
+    Builtin(Builtin),
+    /// `task`: a subagent runs it (class `task`).
+    Task,
     /// A tool of the `client.tools` extension: the client runs it (class `client`).
     Client,
     /// A tool of an MCP server, called through the hub (policy class `mcp`).
-    Mcp {
-        /// The server's name.
-        server: String,
-        /// The server's name for the tool.
-        tool: String,
-    },
+    Mcp,
 }
 
 impl ToolKind {
     /// The policy class of `tools` settings that governs this tool.
     #[must_use]
-    pub fn class(&self) -> ToolClass {
+    pub const fn class(self) -> ToolClass {
         match self {
-            Self::Builtin(c) => *c,
+            Self::Builtin(b) => b.class(),
+            Self::Task => ToolClass::Task,
             Self::Client => ToolClass::Client,
-            Self::Mcp { .. } => ToolClass::Mcp,
+            Self::Mcp => ToolClass::Mcp,
         }
     }
 }
@@ -47,41 +55,69 @@ pub enum AddError {
     Duplicate,
 }
 
-/// The tools offered to the model, in offer order, each with its kind.
+/// One row of the table besides its definition.
 #[derive(Debug, Clone)]
+struct Entry {
+    kind: ToolKind,
+    /// The compiled schema the input is checked against, or why it did not compile (the
+    /// tool's calls then fail with that reason).
+    schema: Result<Validator, SchemaError>,
+    /// The one-line summary of a call, for activities and approvals.
+    summary: fn(&str, &Value) -> String,
+}
+
+/// The tools offered to the model, in offer order, each with its kind and schema.
+#[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
     specs: Vec<ToolSpec>,
-    kinds: Vec<ToolKind>,
+    entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
+}
+
+/// The built-ins' schemas, compiled once per process.
+fn builtin_schemas() -> &'static [Result<Validator, SchemaError>] {
+    static SCHEMAS: OnceLock<Vec<Result<Validator, SchemaError>>> = OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        specs()
+            .iter()
+            .map(|s| schema::compile(&s.input_schema))
+            .collect()
+    })
 }
 
 impl ToolRegistry {
     /// No tools at all (for requests that offer none, such as a title or summary).
     #[must_use]
     pub fn empty() -> Self {
-        Self {
-            specs: Vec::new(),
-            kinds: Vec::new(),
-            by_name: HashMap::new(),
-        }
+        Self::default()
     }
 
-    /// The six built-in tools of decision 17; `task` joins per run (`agent::context::tools`),
-    /// since its description names the profiles.
+    /// The six built-in tools of decision 17, their schemas compiled once per process;
+    /// `task`, MCP and client tools join per run (`agent::context::table`).
     #[must_use]
     pub fn builtin() -> Self {
         let mut r = Self::empty();
-        for spec in specs() {
-            if let Some(c) = class(&spec.name) {
-                // The built-in names are valid and distinct (a test holds them to it).
-                let _ = r.add(spec, ToolKind::Builtin(c));
-            }
+        for ((spec, tool), schema) in specs().into_iter().zip(Builtin::ALL).zip(builtin_schemas()) {
+            // The built-in names are valid and distinct (a test holds them to it).
+            let _ = r.add(
+                spec,
+                ToolKind::Builtin(tool),
+                schema.clone(),
+                builtin_summary,
+            );
         }
         r
     }
 
-    /// Offers one more tool after the others.
-    pub fn add(&mut self, spec: ToolSpec, kind: ToolKind) -> Result<(), AddError> {
+    /// Offers one more tool after the others, checked against `schema` and summarized by
+    /// `summary`.
+    pub fn add(
+        &mut self,
+        spec: ToolSpec,
+        kind: ToolKind,
+        schema: Result<Validator, SchemaError>,
+        summary: fn(&str, &Value) -> String,
+    ) -> Result<(), AddError> {
         if !valid_name(&spec.name) {
             return Err(AddError::InvalidName);
         }
@@ -90,8 +126,46 @@ impl ToolRegistry {
         }
         self.by_name.insert(spec.name.clone(), self.specs.len());
         self.specs.push(spec);
-        self.kinds.push(kind);
+        self.entries.push(Entry {
+            kind,
+            schema,
+            summary,
+        });
         Ok(())
+    }
+
+    /// Offers an MCP server's tool, with the schema the hub compiled when it listed it.
+    pub fn add_mcp(&mut self, tool: &HubTool) -> Result<(), AddError> {
+        let spec = ToolSpec {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+        };
+        self.add(spec, ToolKind::Mcp, Ok(tool.validator.clone()), mcp_summary)
+    }
+
+    /// Offers a client tool, compiling its schema (at most 16 KiB, `extensions.md`); one
+    /// that does not compile stays offered and its calls fail saying so.
+    pub fn add_client(&mut self, tool: &ClientToolDef) -> Result<(), AddError> {
+        let spec = ToolSpec {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+        };
+        let schema = schema::compile(&tool.input_schema);
+        self.add(spec, ToolKind::Client, schema, |name, _| name.to_owned())
+    }
+
+    /// Keeps only the tools `keep` accepts, in their order.
+    #[must_use]
+    pub fn only(self, keep: impl Fn(&ToolSpec) -> bool) -> Self {
+        let mut r = Self::empty();
+        for (spec, e) in self.specs.into_iter().zip(self.entries) {
+            if keep(&spec) {
+                let _ = r.add(spec, e.kind, e.schema, e.summary);
+            }
+        }
+        r
     }
 
     /// Every tool's definition, in offer order: what a request's tool list holds.
@@ -103,14 +177,79 @@ impl ToolRegistry {
     /// The kind of the tool called `name`, None for a tool not offered.
     #[must_use]
     pub fn lookup(&self, name: &str) -> Option<ToolKind> {
-        self.by_name.get(name).map(|&k| self.kinds[k].clone())
+        self.entry(name).map(|e| e.kind)
     }
 
     /// The policy class of the tool called `name`, None for a tool not offered.
     #[must_use]
     pub fn class(&self, name: &str) -> Option<ToolClass> {
-        self.lookup(name).map(|k| k.class())
+        self.lookup(name).map(ToolKind::class)
     }
+
+    /// The one-line summary of a call to `name`. A built-in this run does not offer is still
+    /// described as one (what the user sees of the refused call); any other name not offered
+    /// is `unknown tool <name>`.
+    #[must_use]
+    pub fn summary(&self, name: &str, input: &Value) -> String {
+        match self.entry(name) {
+            Some(e) => (e.summary)(name, input),
+            None if Builtin::named(name).is_some() => builtin_summary(name, input),
+            None => super::outcome::one_line(&format!("unknown tool {name}")),
+        }
+    }
+
+    /// Checks a call's input against its tool's schema. Err is the error result the model
+    /// gets: `invalid input: expected a JSON object`, `invalid input: <where>: <what>` (named
+    /// from the schema, never from the input), or why the schema itself is refused; a tool
+    /// not offered is `unknown tool`.
+    pub fn check(&self, name: &str, input: &Value) -> Result<(), String> {
+        let Some(e) = self.entry(name) else {
+            return Err("unknown tool".to_owned());
+        };
+        if !input.is_object() {
+            return Err("invalid input: expected a JSON object".to_owned());
+        }
+        match &e.schema {
+            Ok(v) => v
+                .check(input)
+                .map_err(|why| format!("invalid input: {why}"))?,
+            Err(why) => {
+                return Err(format!(
+                    "invalid input: the tool cannot be called: {}",
+                    why.phrase()
+                ))
+            }
+        }
+        // A built-in's parser is exact where a schema cannot be (an integer past u64).
+        match e.kind {
+            ToolKind::Builtin(b) if !parses(b, input) => {
+                Err("invalid input: a value does not fit the tool's input types".to_owned())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        self.by_name.get(name).map(|&k| &self.entries[k])
+    }
+}
+
+fn builtin_summary(name: &str, input: &Value) -> String {
+    Builtin::named(name).map_or_else(|| name.to_owned(), |b| describe(b, input))
+}
+
+/// An MCP call's summary: the tool and its argument names only (an activity carries no raw
+/// params, protocol `activity`).
+fn mcp_summary(name: &str, input: &Value) -> String {
+    let keys = input.as_object().map_or_else(String::new, |o| {
+        o.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+    });
+    let line = if keys.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} ({keys})")
+    };
+    sanitize_text(&line.replace(['\n', '\r'], " "))
 }
 
 fn valid_name(name: &str) -> bool {
@@ -121,86 +260,4 @@ fn valid_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn spec(name: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.to_owned(),
-            description: "d".to_owned(),
-            input_schema: json!({"type": "object"}),
-        }
-    }
-
-    #[test]
-    fn builtin_registry_offers_the_six_tools_with_their_classes() {
-        let r = ToolRegistry::builtin();
-        let names: Vec<&str> = r.specs().iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "read_file",
-                "list_dir",
-                "grep",
-                "write_file",
-                "edit_file",
-                "shell"
-            ]
-        );
-        for name in names {
-            assert_eq!(r.class(name), class(name), "{name}");
-            assert_eq!(r.lookup(name).map(|k| k.class()), class(name));
-        }
-        assert_eq!(r.lookup("shell"), Some(ToolKind::Builtin(ToolClass::Shell)));
-        assert_eq!(
-            r.lookup("read_file"),
-            Some(ToolKind::Builtin(ToolClass::Read))
-        );
-        assert_eq!(
-            r.lookup("edit_file"),
-            Some(ToolKind::Builtin(ToolClass::Write))
-        );
-        assert_eq!(r.lookup("task"), None);
-        assert_eq!(r.lookup("Shell"), None);
-        assert_eq!(r.lookup(""), None);
-        assert!(ToolRegistry::empty().specs().is_empty());
-    }
-
-    #[test]
-    fn added_tools_follow_in_order_with_valid_distinct_names() {
-        let mut r = ToolRegistry::builtin();
-        let kind = ToolKind::Builtin(ToolClass::Read);
-        assert_eq!(r.add(spec("mcp__fs__read"), kind.clone()), Ok(()));
-        assert_eq!(r.specs().last().unwrap().name, "mcp__fs__read");
-        assert_eq!(r.lookup("mcp__fs__read"), Some(kind.clone()));
-        let mcp = ToolKind::Mcp {
-            server: "fs".into(),
-            tool: "write".into(),
-        };
-        assert_eq!(r.add(spec("mcp__fs__write"), mcp), Ok(()));
-        assert_eq!(r.class("mcp__fs__write"), Some(ToolClass::Mcp));
-        assert_eq!(
-            r.add(spec("mcp__fs__read"), kind.clone()),
-            Err(AddError::Duplicate)
-        );
-        assert_eq!(r.add(spec("shell"), kind.clone()), Err(AddError::Duplicate));
-        // The name bound at its edge.
-        let longest = "a".repeat(TOOL_NAME_BYTES);
-        assert_eq!(r.add(spec(&longest), kind.clone()), Ok(()));
-        let over = "b".repeat(TOOL_NAME_BYTES + 1);
-        assert_eq!(r.add(spec(&over), kind.clone()), Err(AddError::InvalidName));
-        for bad in ["", "a b", "a.b", "é", "a/b", "a\n"] {
-            assert_eq!(
-                r.add(spec(bad), kind.clone()),
-                Err(AddError::InvalidName),
-                "{bad:?}"
-            );
-        }
-        assert_eq!(r.add(spec("A-z_09"), kind.clone()), Ok(()));
-        assert_eq!(r.add(spec("open_tab"), ToolKind::Client), Ok(()));
-        assert_eq!(r.class("open_tab"), Some(ToolClass::Client));
-        assert_eq!(r.specs().len(), 11);
-        assert_eq!(r.lookup(&over), None);
-    }
-}
+mod tests;

@@ -8,5 +8,6 @@ pub mod notice;
 pub mod paging;
 pub mod proc;
 pub mod redact;
+pub mod schema;
 pub mod text;
 pub mod time;

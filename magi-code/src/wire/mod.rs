@@ -7,6 +7,7 @@
 //! `protocol_core` and serde/schemars: a client can build on this module alone.
 
 pub mod common;
+pub mod diagnostics;
 pub mod events;
 pub mod frames;
 pub mod requests;
@@ -14,6 +15,7 @@ pub mod results;
 pub mod tool_cards;
 pub mod ts;
 
+pub use diagnostics::DiagnosticCode;
 pub use frames::{
     schema, Call, Event, EventFrame, RequestFrame, ResponseBody, ResponseFrame, EVENTS, METHODS,
 };

@@ -210,7 +210,11 @@ impl Workers {
                 };
                 let rt = ctx.rt.clone();
                 agent::run_turn(&ctx, rid, session_id, prompt, |job| {
-                    titles::spawn(&shared, rt, job);
+                    let sh = shared.clone();
+                    let id = job.session_id.clone();
+                    shared.titles.spawn(&id, move |cancel| {
+                        agent::title::run(&job, &rt, &sh.sessions, cancel);
+                    });
                 });
             }));
             if res.is_err() {

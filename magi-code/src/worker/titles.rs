@@ -2,9 +2,6 @@
 //! per child, each on its own thread with its own cancellation, so none holds a worker slot;
 //! cleanup cancels and joins them before the leases go.
 
-use super::shared::Shared;
-use crate::agent::{title, TitleJob};
-use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
 use crate::util::clock::{Clock, Deadline};
 use std::collections::HashSet;
@@ -65,27 +62,27 @@ pub fn after_grace(
         .collect()
 }
 
-/// Starts the title request of `job` on its own thread, unless this child already asked for
-/// that session or is closing.
-pub fn spawn(shared: &Arc<Shared>, rt: Runtime, job: TitleJob) {
-    let mut g = shared.titles.lock();
-    if g.closing || !g.asked.insert(job.session_id.clone()) {
-        return;
-    }
-    // Finished requests need no joining later.
-    g.running.retain(|(_, h)| !h.is_finished());
-    let cancel = Arc::new(Cancel::default());
-    let (c, sh) = (cancel.clone(), shared.clone());
-    let spawned = std::thread::Builder::new()
-        .name("mc-title".to_owned())
-        .spawn(move || {
-            // A panic is a failed title: silent.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                title::run(&job, &rt, &sh.sessions, &c);
-            }));
-        });
-    if let Ok(handle) = spawned {
-        g.running.push((cancel, handle));
+impl Titles {
+    /// Runs `request` (the title request of `session_id`) on its own thread with a fresh
+    /// cancellation, unless this child already asked for that session or is closing. A panic
+    /// inside it is a failed title: silent.
+    pub fn spawn(&self, session_id: &str, request: impl FnOnce(&Cancel) + Send + 'static) {
+        let mut g = self.lock();
+        if g.closing || !g.asked.insert(session_id.to_owned()) {
+            return;
+        }
+        // Finished requests need no joining later.
+        g.running.retain(|(_, h)| !h.is_finished());
+        let cancel = Arc::new(Cancel::default());
+        let c = cancel.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mc-title".to_owned())
+            .spawn(move || {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request(&c)));
+            });
+        if let Ok(handle) = spawned {
+            g.running.push((cancel, handle));
+        }
     }
 }
 

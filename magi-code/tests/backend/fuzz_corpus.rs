@@ -14,7 +14,10 @@ const TARGETS: [(&str, Entry); 6] = [
     ("openai_chat", fuzzing::openai_chat),
     ("openai_responses", fuzzing::openai_responses),
     ("mcp_jsonrpc", magi_code::mcp::jsonrpc::fuzz),
-    ("profile_front_matter", magi_code::config::profiles::fuzz),
+    (
+        "profile_front_matter",
+        magi_code::config::fuzzing::profile_front_matter,
+    ),
 ];
 
 /// Runs every file of `fuzz/<kind>/<target>` through `entry`; returns how many there were

@@ -37,6 +37,7 @@ mod subagents;
 mod titles;
 mod tool_cards;
 mod tool_input;
+mod tool_schema;
 mod tools;
 mod transport;
 mod tty;

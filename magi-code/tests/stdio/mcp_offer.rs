@@ -1,6 +1,7 @@
 //! What of an MCP server's tool list reaches the model (decisions.md 37): descriptions cut at
-//! 4,096 bytes on a character boundary, names outside the grammar or over 64 bytes left out,
-//! and the left-out tools reported once per child in a `diagnostic` `mcp_tools_left_out`.
+//! 4,096 bytes on a character boundary, names outside the grammar or over 64 bytes and input
+//! schemas that do not compile left out, and the left-out tools reported once per child in a
+//! `diagnostic` `mcp_tools_left_out`.
 
 use crate::common::fake_llm::{chat_text, FakeLlm};
 use crate::common::{events, run_turn, start_session, Env, STEP};
@@ -48,11 +49,14 @@ fn descriptions_and_names_at_their_bounds_and_left_out_tools_reported_once() {
     assert_eq!(diags[0]["data"]["code"], "mcp_tools_left_out");
     let summary = diags[0]["data"]["summary"].as_str().unwrap();
     assert!(
-        summary.starts_with("2 MCP tools are not offered"),
+        summary.starts_with("3 MCP tools are not offered"),
         "{summary}"
     );
     assert!(
-        summary.ends_with(&format!(": fake/{}, fake/bad.name", "n".repeat(54))),
+        summary.ends_with(&format!(
+            ": fake/{}, fake/bad.name, fake/badschema",
+            "n".repeat(54)
+        )),
         "{summary}"
     );
     let second = run_turn(&mut s, &sid, "again");

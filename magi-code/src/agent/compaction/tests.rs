@@ -189,7 +189,10 @@ fn an_empty_reply_past_half_the_window_is_an_overflow() {
     use crate::providers::StepFailure as F;
     assert_eq!(overflowed(F::EmptyReply, 5_001, 10_000), F::ContextOverflow);
     assert_eq!(overflowed(F::EmptyReply, 5_000, 10_000), F::EmptyReply);
-    assert_eq!(F::EmptyReply.code(), Some("provider_stream_invalid"));
+    assert_eq!(
+        F::EmptyReply.code().map(DiagnosticCode::as_str),
+        Some("provider_stream_invalid")
+    );
     assert_eq!(
         overflowed(F::StreamInvalid, 9_000, 10_000),
         F::StreamInvalid

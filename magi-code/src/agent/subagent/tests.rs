@@ -157,7 +157,12 @@ fn profiles_are_found_by_name_and_disabled_ones_refused() {
 
 #[test]
 fn a_subagent_never_gets_task_and_a_profile_limits_its_tools() {
-    let general: Vec<String> = tools(None, None).into_iter().map(|s| s.name).collect();
+    let general: Vec<String> = table(None, None)
+        .specs()
+        .iter()
+        .cloned()
+        .map(|s| s.name)
+        .collect();
     assert_eq!(
         general,
         [
@@ -170,16 +175,21 @@ fn a_subagent_never_gets_task_and_a_profile_limits_its_tools() {
         ]
     );
     let p = profile("reader", Some(&["read_file", "grep", "task", "nope"]));
-    let limited: Vec<String> = tools(None, Some(&p)).into_iter().map(|s| s.name).collect();
+    let limited: Vec<String> = table(None, Some(&p))
+        .specs()
+        .iter()
+        .cloned()
+        .map(|s| s.name)
+        .collect();
     assert_eq!(
         limited,
         ["read_file", "grep"],
         "never task, only offered tools"
     );
     let none = profile("none", Some(&[]));
-    assert!(tools(None, Some(&none)).is_empty());
+    assert!(table(None, Some(&none)).specs().is_empty());
     let all = profile("all", None);
-    assert_eq!(tools(None, Some(&all)).len(), 6);
+    assert_eq!(table(None, Some(&all)).specs().len(), 6);
 }
 
 #[test]
@@ -188,7 +198,7 @@ fn the_prompt_is_the_base_the_note_the_body_then_the_instruction_files() {
     let mut rt = runtime(d.path());
     rt.instructions = "FILES".into();
     let p = profile("review", None);
-    let specs = tools(None, Some(&p));
+    let specs = table(None, Some(&p)).specs().to_vec();
     let text = instructions(&rt, Some(&p), &specs);
     let base = context::instructions(&runtime(d.path()), &specs);
     assert!(text.starts_with(&base), "{text}");
@@ -282,7 +292,7 @@ fn task_keeps_the_base_prompt_and_built_in_tools_within_12_kib() {
     // `runner.md` 7: without skills, profiles or instruction files, at most 12 KiB together.
     let d = tempfile::tempdir().unwrap();
     let rt = runtime(d.path());
-    let specs = context::tools(&rt, None);
+    let specs = context::table(&rt, None).specs().to_vec();
     assert_eq!(specs.last().unwrap().name, "task");
     let size = context::instructions(&rt, &specs).len()
         + specs

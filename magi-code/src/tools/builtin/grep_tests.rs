@@ -9,7 +9,7 @@ use std::fs;
 use std::io::Write;
 
 fn go(input: Value, cwd: &Path) -> ToolOutcome {
-    run("grep", &input, cwd, &Cancel::default())
+    run(Builtin::Grep, &input, cwd, &Cancel::default())
 }
 
 /// A file of exactly `len` bytes: `head` first, then `z` lines.

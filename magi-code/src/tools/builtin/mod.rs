@@ -19,72 +19,144 @@ use input::{invalid, parse, EditFileIn, GrepIn, ListDirIn, ReadFileIn, ShellIn, 
 use serde_json::Value;
 use std::path::Path;
 
-/// The class of a built-in tool name (`read_file`, `list_dir`, `grep` → Read; `write_file`,
-/// `edit_file` → Write; `shell` → Shell), None for unknown names.
+/// One of the six built-in tools: the run dispatches on this, never on a name string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// `read_file`.
+    ReadFile,
+    /// `list_dir`.
+    ListDir,
+    /// `grep`.
+    Grep,
+    /// `write_file`.
+    WriteFile,
+    /// `edit_file`.
+    EditFile,
+    /// `shell`.
+    Shell,
+}
+
+impl Builtin {
+    /// Every built-in, in offer order (the order of [`specs`]).
+    pub const ALL: [Self; 6] = [
+        Self::ReadFile,
+        Self::ListDir,
+        Self::Grep,
+        Self::WriteFile,
+        Self::EditFile,
+        Self::Shell,
+    ];
+
+    /// The name the model calls it by.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ReadFile => "read_file",
+            Self::ListDir => "list_dir",
+            Self::Grep => "grep",
+            Self::WriteFile => "write_file",
+            Self::EditFile => "edit_file",
+            Self::Shell => "shell",
+        }
+    }
+
+    /// The built-in called `name`, None for any other name.
+    #[must_use]
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Its policy class: `read_file`, `list_dir`, `grep` → Read; `write_file`, `edit_file` →
+    /// Write; `shell` → Shell.
+    #[must_use]
+    pub const fn class(self) -> ToolClass {
+        match self {
+            Self::ReadFile | Self::ListDir | Self::Grep => ToolClass::Read,
+            Self::WriteFile | Self::EditFile => ToolClass::Write,
+            Self::Shell => ToolClass::Shell,
+        }
+    }
+}
+
+/// The class of a built-in tool name, None for other names.
 #[must_use]
 pub fn class(name: &str) -> Option<ToolClass> {
-    match name {
-        "read_file" | "list_dir" | "grep" => Some(ToolClass::Read),
-        "write_file" | "edit_file" => Some(ToolClass::Write),
-        "shell" => Some(ToolClass::Shell),
-        _ => None,
-    }
+    Builtin::named(name).map(Builtin::class)
 }
 
 /// A short, safe, one-line description of a call for activity/approval summaries, e.g.
 /// `read_file src/lib.rs`, `shell: cargo test`; at most 1024 UTF-8 bytes, sanitized, never
 /// file contents or tool output.
 #[must_use]
-pub fn describe(name: &str, input: &Value) -> String {
-    let text = match name {
-        "read_file" => parse::<ReadFileIn>(input)
+pub fn describe(tool: Builtin, input: &Value) -> String {
+    let text = match tool {
+        Builtin::ReadFile => parse::<ReadFileIn>(input)
             .ok()
             .map(|i| format!("read_file {}", i.path)),
-        "list_dir" => parse::<ListDirIn>(input)
+        Builtin::ListDir => parse::<ListDirIn>(input)
             .ok()
             .map(|i| format!("list_dir {}", i.path)),
-        "grep" => parse::<GrepIn>(input)
+        Builtin::Grep => parse::<GrepIn>(input)
             .ok()
             .map(|i| format!("grep {} in {}", i.pattern, i.path.as_deref().unwrap_or("."))),
-        "write_file" => parse::<WriteFileIn>(input)
+        Builtin::WriteFile => parse::<WriteFileIn>(input)
             .ok()
             .map(|i| format!("write_file {} ({} bytes)", i.path, i.content.len())),
-        "edit_file" => parse::<EditFileIn>(input)
+        Builtin::EditFile => parse::<EditFileIn>(input)
             .ok()
             .map(|i| format!("edit_file {}", i.path)),
-        "shell" => parse::<ShellIn>(input)
+        Builtin::Shell => parse::<ShellIn>(input)
             .ok()
             .map(|i| format!("shell: {}", i.command)),
-        _ => return one_line(&format!("unknown tool {name}")),
     };
-    one_line(&text.unwrap_or_else(|| format!("{name} (invalid input)")))
+    one_line(&text.unwrap_or_else(|| format!("{} (invalid input)", tool.name())))
 }
 
 /// Runs a built-in tool with paths resolved against `cwd`. Never panics; every failure is
 /// `ok: false` with a safe summary (a fixed phrase such as "not found", never OS error text).
+/// The input is parsed exactly again here (decision 17), whatever checked it before.
 #[must_use]
-pub fn run(name: &str, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
-    if class(name).is_none() {
-        return ToolOutcome::fail("unknown tool");
-    }
+pub fn run(tool: Builtin, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
     if cancel.is_cancelled() {
         return ToolOutcome::fail("cancelled");
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_tool(name, input, cwd, cancel)
+        run_tool(tool, input, cwd, cancel)
     }))
     .unwrap_or_else(|_| ToolOutcome::fail("internal error"))
 }
 
-fn run_tool(name: &str, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
-    let result = match name {
-        "read_file" => parse(input).map(|i| read::read_file(i, cwd)),
-        "list_dir" => parse(input).map(|i| read::list_dir(i, cwd, cancel)),
-        "grep" => parse(input).map(|i| grep::grep(i, cwd, cancel)),
-        "write_file" => parse(input).map(|i| write::write_file(i, cwd)),
-        "edit_file" => parse(input).map(|i| write::edit_file(i, cwd)),
-        "shell" => parse(input).map(|i| shell::shell(i, cwd, cancel)),
-        _ => return ToolOutcome::fail("unknown tool"),
+/// Whether `input` parses as `tool`'s exact input (decision 17), without running it: what
+/// the schema check cannot see, such as an integer past `u64`, which a float spells.
+#[must_use]
+pub fn parses(tool: Builtin, input: &Value) -> bool {
+    match tool {
+        Builtin::ReadFile => parse::<ReadFileIn>(input).is_ok(),
+        Builtin::ListDir => parse::<ListDirIn>(input).is_ok(),
+        Builtin::Grep => parse::<GrepIn>(input).is_ok(),
+        Builtin::WriteFile => parse::<WriteFileIn>(input).is_ok(),
+        Builtin::EditFile => parse::<EditFileIn>(input).is_ok(),
+        Builtin::Shell => parse::<ShellIn>(input).is_ok(),
+    }
+}
+
+/// [`run`] by name, for tests (None: not a built-in).
+#[cfg(test)]
+pub(crate) fn run_named(name: &str, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
+    Builtin::named(name).map_or_else(
+        || ToolOutcome::fail("unknown tool"),
+        |b| run(b, input, cwd, cancel),
+    )
+}
+
+fn run_tool(tool: Builtin, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
+    let result = match tool {
+        Builtin::ReadFile => parse(input).map(|i| read::read_file(i, cwd)),
+        Builtin::ListDir => parse(input).map(|i| read::list_dir(i, cwd, cancel)),
+        Builtin::Grep => parse(input).map(|i| grep::grep(i, cwd, cancel)),
+        Builtin::WriteFile => parse(input).map(|i| write::write_file(i, cwd)),
+        Builtin::EditFile => parse(input).map(|i| write::edit_file(i, cwd)),
+        Builtin::Shell => parse(input).map(|i| shell::shell(i, cwd, cancel)),
     };
     result.unwrap_or_else(|e| invalid(&e))
 }

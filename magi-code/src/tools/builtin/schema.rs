@@ -132,7 +132,7 @@ fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run;
+    use super::super::run_named as run;
     use super::*;
     use crate::util::cancel::Cancel;
     use std::path::Path;
@@ -145,12 +145,21 @@ mod tests {
         run(name, input, cwd, &Cancel::default()).summary
     }
 
+    /// Refused by the parser, and by the compiled schema the run checks first.
     fn refused(name: &str, input: &Value, cwd: &Path) {
         assert_eq!(summary(name, input, cwd), "invalid input", "{name} {input}");
+        let checked = crate::tools::ToolRegistry::builtin().check(name, input);
+        assert!(
+            checked.is_err_and(|e| e.starts_with("invalid input: ")),
+            "{name} {input}"
+        );
     }
 
+    /// Accepted by the parser, and by the compiled schema.
     fn accepted(name: &str, input: &Value, cwd: &Path) {
         assert_ne!(summary(name, input, cwd), "invalid input", "{name} {input}");
+        let checked = crate::tools::ToolRegistry::builtin().check(name, input);
+        assert_eq!(checked, Ok(()), "{name} {input}");
     }
 
     /// Values the property schema allows, its bounds included.

@@ -149,7 +149,6 @@ fn bounded_capture(cap: &Mutex<Capture>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run;
     use super::*;
     use crate::tools::outcome::TRUNCATED;
     use serde_json::{json, Value};
@@ -158,7 +157,7 @@ mod tests {
     use std::process::Command;
 
     fn go(name: &str, input: Value, cwd: &Path) -> ToolOutcome {
-        run(name, &input, cwd, &Cancel::default())
+        super::super::run_named(name, &input, cwd, &Cancel::default())
     }
 
     fn group_alive(pgid: i64) -> bool {
@@ -304,8 +303,8 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(150));
                 cancel.cancel();
             });
-            run(
-                "shell",
+            super::super::run(
+                super::super::Builtin::Shell,
                 &json!({"command": "echo $$; sleep 5"}),
                 d.path(),
                 &cancel,
@@ -315,8 +314,8 @@ mod tests {
         assert_eq!((o.ok, o.summary.as_str()), (false, "cancelled"));
         wait_group_gone(o.output.trim().parse().unwrap());
         // Already cancelled: nothing runs.
-        let o = run(
-            "write_file",
+        let o = super::super::run(
+            super::super::Builtin::WriteFile,
             &json!({"path": "x", "content": ""}),
             d.path(),
             &cancel,

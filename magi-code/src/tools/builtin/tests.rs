@@ -13,7 +13,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn go(name: &str, input: Value, cwd: &Path) -> ToolOutcome {
-    run(name, &input, cwd, &Cancel::default())
+    run(b(name), &input, cwd, &Cancel::default())
+}
+
+fn b(name: &str) -> Builtin {
+    Builtin::named(name).unwrap_or_else(|| panic!("{name} is no built-in"))
 }
 
 fn assert_invalid(name: &str, input: Value, cwd: &Path) {
@@ -38,10 +42,14 @@ fn classes() {
     assert_eq!(class("shell"), Some(ToolClass::Shell));
     assert_eq!(class("bash"), None);
     assert_eq!(class(""), None);
-    let d = tempfile::tempdir().unwrap();
-    let o = go("bash", json!({"command": "true"}), d.path());
-    assert!(!o.ok);
-    assert_eq!(o.summary, "unknown tool");
+    assert_eq!(Builtin::named("Shell"), None);
+    for tool in Builtin::ALL {
+        assert_eq!(Builtin::named(tool.name()), Some(tool));
+        assert_eq!(class(tool.name()), Some(tool.class()));
+    }
+    let names: Vec<&str> = Builtin::ALL.iter().map(|t| t.name()).collect();
+    let offered: Vec<String> = specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, offered, "ALL is the offer order");
 }
 
 #[test]
@@ -414,43 +422,45 @@ fn input_validation() {
 #[test]
 fn describe_is_bounded_safe_and_one_line() {
     assert_eq!(
-        describe("read_file", &json!({"path": "src/lib.rs"})),
+        describe(b("read_file"), &json!({"path": "src/lib.rs"})),
         "read_file src/lib.rs"
     );
     assert_eq!(
-        describe("shell", &json!({"command": "cargo test"})),
+        describe(b("shell"), &json!({"command": "cargo test"})),
         "shell: cargo test"
     );
-    assert_eq!(describe("list_dir", &json!({"path": "."})), "list_dir .");
+    assert_eq!(describe(b("list_dir"), &json!({"path": "."})), "list_dir .");
     assert_eq!(
-        describe("grep", &json!({"pattern": "fn main"})),
+        describe(b("grep"), &json!({"pattern": "fn main"})),
         "grep fn main in ."
     );
     assert_eq!(
         describe(
-            "write_file",
+            b("write_file"),
             &json!({"path": "a", "content": "secret body"})
         ),
         "write_file a (11 bytes)"
     );
     assert_eq!(
-        describe("edit_file", &json!({"path": "a", "old": "x", "new": "y"})),
+        describe(
+            b("edit_file"),
+            &json!({"path": "a", "old": "x", "new": "y"})
+        ),
         "edit_file a"
     );
     assert_eq!(
-        describe("shell", &json!({"command": 1})),
+        describe(b("shell"), &json!({"command": 1})),
         "shell (invalid input)"
     );
-    assert_eq!(describe("nope\n", &json!({})), "unknown tool nope");
     let d = describe(
-        "shell",
+        b("shell"),
         &json!({"command": "curl -H 'x-api-key: sk-ant-api03-secret1234567' u"}),
     );
     assert!(!d.contains("sk-ant") && !d.contains("secret123"), "{d}");
     assert_eq!(d, "shell: curl -H 'x-api-key: [redacted]' u");
     // Decision 35: a digest is shown as written.
     let d = describe(
-        "shell",
+        b("shell"),
         &json!({"command": "git reset --hard 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"}),
     );
     assert_eq!(
@@ -458,12 +468,12 @@ fn describe_is_bounded_safe_and_one_line() {
         "shell: git reset --hard 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
     );
     let d = describe(
-        "shell",
+        b("shell"),
         &json!({"command": "a\nb\tc\r\u{1b}[31md\u{2028}e"}),
     );
     assert_eq!(d, "shell: a b c[31md e");
     let long = "€".repeat(1_000);
-    let d = describe("shell", &json!({ "command": long }));
+    let d = describe(b("shell"), &json!({ "command": long }));
     assert!(d.len() <= SUMMARY_BYTES && d.len() > SUMMARY_BYTES - 4);
     assert!(d.starts_with("shell: €"));
     // Summaries never carry raw output.

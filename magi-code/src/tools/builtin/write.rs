@@ -118,7 +118,6 @@ pub(crate) fn edit_file(i: EditFileIn, cwd: &Path) -> ToolOutcome {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run;
     use super::FILE_BYTES;
     use crate::tools::outcome::ToolOutcome;
     use crate::util::cancel::Cancel;
@@ -129,7 +128,7 @@ mod tests {
     use std::path::Path;
 
     fn go(name: &str, input: Value, cwd: &Path) -> ToolOutcome {
-        run(name, &input, cwd, &Cancel::default())
+        super::super::run_named(name, &input, cwd, &Cancel::default())
     }
 
     fn assert_invalid(name: &str, input: Value, cwd: &Path) {

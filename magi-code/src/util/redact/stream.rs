@@ -12,7 +12,8 @@
 //! `[redacted]` already in the text is opaque to every stage, which makes the whole
 //! idempotent: redacting redacted text changes nothing, so a stored reply projects as sent.
 
-use super::{loaded_secrets, REDACTED};
+use super::secrets::{loaded_secrets, REDACTED, SECRET_MIN_BYTES, SECRET_PIECE_BYTES};
+pub(super) use pem::dropped;
 use pem::Pem;
 use tokens::Tokens;
 pub use tokens::TOKEN_BYTES;
@@ -23,13 +24,7 @@ mod tokens;
 /// The most a [`Redactor`] holds back: a token (stage 3), the start of a loaded value's
 /// piece (stage 2) and a PEM header or end line (stage 1), about 20 KiB.
 pub const HELD_BYTES: usize =
-    TOKEN_BYTES + 4 + super::SECRET_PIECE_BYTES + super::SECRET_MIN_BYTES + 4 + pem::HEADER_BYTES;
-
-/// Whether stage 1 drops `c`: control characters other than LF and TAB never reach a
-/// frontend.
-pub(super) fn dropped(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
-}
+    TOKEN_BYTES + 4 + SECRET_PIECE_BYTES + SECRET_MIN_BYTES + 4 + pem::HEADER_BYTES;
 
 /// A streaming redactor: [`Self::feed`] returns what may be shown now, [`Self::finish`] the
 /// rest. The concatenation of everything returned equals [`super::sanitize_text`] of the
@@ -57,7 +52,7 @@ impl Redactor {
     /// A redactor that knows exactly `secrets` as loaded values (each at least 8 bytes).
     #[must_use]
     pub fn with_secrets(mut secrets: Vec<String>) -> Self {
-        secrets.retain(|s| s.len() >= super::SECRET_MIN_BYTES);
+        secrets.retain(|s| s.len() >= SECRET_MIN_BYTES);
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
         let mut first = [false; 256];

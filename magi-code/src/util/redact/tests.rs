@@ -1,3 +1,4 @@
+use super::secrets::{secret_pieces, SECRET_PIECE_BYTES};
 use super::stream::TOKEN_BYTES;
 use super::*;
 use proptest::prelude::*;

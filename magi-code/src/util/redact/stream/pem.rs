@@ -1,12 +1,18 @@
 //! Stage 1 of the [`super::Redactor`]: control characters dropped, private-key PEM blocks (e)
 //! replaced.
 
-use super::REDACTED;
+use crate::util::redact::secrets::REDACTED;
 
 /// Longest PEM label (`RSA PRIVATE KEY`, `OPENSSH PRIVATE KEY`, ...).
 const LABEL_BYTES: usize = 64;
 /// Longest PEM header line: `-----BEGIN `, the label, `-----`.
 pub(super) const HEADER_BYTES: usize = 11 + LABEL_BYTES + 5;
+
+/// Whether stage 1 drops `c`: control characters other than LF and TAB never reach a
+/// frontend.
+pub(in crate::util::redact) fn dropped(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
 
 /// How far a held tail is into a PEM header.
 enum Header {
@@ -72,7 +78,7 @@ impl Pem {
 
     pub(super) fn feed(&mut self, s: &str) -> String {
         let mut out = String::with_capacity(s.len());
-        for c in s.chars().filter(|c| !super::dropped(*c)) {
+        for c in s.chars().filter(|c| !dropped(*c)) {
             if let Some((end, tail)) = &mut self.block {
                 tail.push(c);
                 if tail.ends_with(end.as_str()) {

@@ -1,7 +1,7 @@
 //! Stage 3 of the [`super::Redactor`]: tokens (runs without white space) judged whole, for
 //! credential prefixes (b), the token after `Bearer`/`Basic` (c) and JWTs (d).
 
-use super::REDACTED;
+use crate::util::redact::secrets::REDACTED;
 
 /// Longest token judged whole. A longer run without white space is no credential token: only
 /// the `Bearer` rule (its whole rest is redacted) and JWTs of at most this size inside it
