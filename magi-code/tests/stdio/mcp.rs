@@ -285,14 +285,26 @@ fn shutdown_during_a_hung_handshake_stops_within_the_cleanup_bound() {
 
 #[test]
 fn servers_start_in_parallel() {
-    // Two fakes that each take 1.5 s to answer `initialize`: one after the other would be 3 s.
+    // A rendezvous, not a stopwatch: each fake answers `initialize` only once the other one
+    // has started too. One after the other, the first would wait for the second until the
+    // 10 s handshake bound made startup `mcp_unavailable`; in parallel both get ready.
     let env = Env::new();
     let script = fixtures().join("fake_server.py");
-    let slow = json!({"command": "sh", "args": ["-c", format!("sleep 1.5; exec python3 {} ok", script.display())]});
-    env.write_global_settings(&json!({"mcp": mcp_settings(&[("a", &slow), ("b", &slow)], true)}));
+    let marks = env.root.join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let meeting = |me: &str, other: &str| {
+        json!({"command": "sh", "args": ["-c", format!(
+            "touch {m}/{me}; while [ ! -e {m}/{other} ]; do sleep 0.01; done; exec python3 {} ok",
+            script.display(),
+            m = marks.display(),
+        )]})
+    };
+    env.write_global_settings(&json!({"mcp": mcp_settings(
+        &[("a", &meeting("a", "b")), ("b", &meeting("b", "a"))],
+        true
+    )}));
     let (mut s, took) = ready_in(&env);
-    eprintln!("two 1.5 s fake servers ready in {took:?}");
-    assert!(took < Duration::from_millis(2_800), "{took:?}");
+    eprintln!("two fake servers that wait for each other ready in {took:?}");
     s.shutdown_ok("bye");
 }
 
