@@ -1,6 +1,6 @@
 //! Time as an input: each timer decides from a `now` it is given ([`Deadline`]), and the
 //! loops that wait on one take a [`Clock`], so unit tests drive the bounds (hook run, title
-//! grace) in milliseconds on a [`FakeClock`] instead of waiting for them.
+//! grace) in milliseconds on a `FakeClock` (tests only) instead of waiting for them.
 
 use super::cancel::Cancel;
 #[cfg(test)]

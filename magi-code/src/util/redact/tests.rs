@@ -379,6 +379,13 @@ proptest! {
     }
 
     #[test]
+    fn the_fast_path_never_skips_a_change(s in prop_oneof![text(), any::<String>()]) {
+        if plain(&s) {
+            prop_assert_eq!(redact_whole(&s), s);
+        }
+    }
+
+    #[test]
     fn redaction_is_idempotent(s in text()) {
         let once = clean(&s);
         prop_assert_eq!(clean(&once), once.clone());
