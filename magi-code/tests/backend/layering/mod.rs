@@ -23,7 +23,7 @@
 
 mod checker;
 mod circles;
-mod scan;
+pub(crate) mod scan;
 
 use circles::{absolute, module_of, Graph};
 use scan::{blank_comments_and_strings, paths};
@@ -263,14 +263,14 @@ fn top_module(path: &str) -> &str {
     first.strip_suffix(".rs").unwrap_or(first)
 }
 
-fn is_exempt(path: &str) -> bool {
+pub(crate) fn is_exempt(path: &str) -> bool {
     EXEMPT
         .iter()
         .any(|e| path == *e || (e.ends_with('/') && path.starts_with(e)))
 }
 
 /// `tests.rs`, `<name>_tests.rs` (a module's second test file) or anything under `tests/`.
-fn is_test_file(path: &str) -> bool {
+pub(crate) fn is_test_file(path: &str) -> bool {
     path == "tests.rs"
         || path.ends_with("/tests.rs")
         || path.ends_with("_tests.rs")
@@ -279,12 +279,12 @@ fn is_test_file(path: &str) -> bool {
 }
 
 /// What comes before the first `#[cfg(test)]`.
-fn non_test(text: &str) -> &str {
+pub(crate) fn non_test(text: &str) -> &str {
     text.split("#[cfg(test)]").next().unwrap_or(text)
 }
 
 /// Every `.rs` file under `dir` as (path relative to `root`, text).
-fn read_tree(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+pub(crate) fn read_tree(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
