@@ -253,52 +253,51 @@ impl Decoder {
             "content_block_start" => self.block_start(obj),
             "content_block_delta" => self.block_delta(obj),
             "content_block_stop" => self.block_stop(obj),
-            "message_delta" => {
-                let reason = obj
-                    .get("delta")
-                    .and_then(|d| d.get("stop_reason"))
-                    .and_then(Value::as_str);
-                if let Some(reason) = reason {
-                    self.stop = Some(match reason {
-                        "end_turn" | "stop_sequence" => StopReason::EndTurn,
-                        "tool_use" => StopReason::ToolUse,
-                        "max_tokens" => StopReason::MaxTokens,
-                        _ => StopReason::Other,
-                    });
-                }
-                self.read_usage(obj.get("usage"));
-                Ok(Vec::new())
-            }
-            "message_stop" => {
-                // A block left open would lose a tool call or a thinking block.
-                if self.blocks.values().any(|b| !matches!(b, Block::Closed)) {
-                    return Err(DecodeError::Invalid);
-                }
-                self.finished = true;
-                let usage = Usage {
-                    input_tokens: self
-                        .input
-                        .saturating_add(self.cache_read.unwrap_or(0))
-                        .saturating_add(self.cache_creation),
-                    output_tokens: self.output,
-                    cached_input_tokens: self.cache_read,
-                };
-                Ok(vec![
-                    ModelEvent::Usage(usage),
-                    ModelEvent::Stop(self.stop.unwrap_or(StopReason::Other)),
-                ])
-            }
-            "error" => {
-                let err = obj.get("error");
-                let field = |k: &str| err.and_then(|e| e.get(k)).and_then(Value::as_str);
-                Err(if is_overflow(field("type"), field("message")) {
-                    DecodeError::ContextOverflow
-                } else {
-                    DecodeError::Remote
-                })
-            }
+            "message_delta" => self.message_delta(obj),
+            "message_stop" => self.message_stop(),
+            "error" => Err(remote_error(obj)),
             _ => Ok(Vec::new()),
         }
+    }
+
+    /// Takes the stop reason and the cumulative usage a `message_delta` reports.
+    fn message_delta(&mut self, obj: &Map<String, Value>) -> Result<Vec<ModelEvent>, DecodeError> {
+        let reason = obj
+            .get("delta")
+            .and_then(|d| d.get("stop_reason"))
+            .and_then(Value::as_str);
+        if let Some(reason) = reason {
+            self.stop = Some(match reason {
+                "end_turn" | "stop_sequence" => StopReason::EndTurn,
+                "tool_use" => StopReason::ToolUse,
+                "max_tokens" => StopReason::MaxTokens,
+                _ => StopReason::Other,
+            });
+        }
+        self.read_usage(obj.get("usage"));
+        Ok(Vec::new())
+    }
+
+    /// Ends the step at `message_stop`: its usage (cache reads and writes count as input) and
+    /// stop reason, refused while a block is still open.
+    fn message_stop(&mut self) -> Result<Vec<ModelEvent>, DecodeError> {
+        // A block left open would lose a tool call or a thinking block.
+        if self.blocks.values().any(|b| !matches!(b, Block::Closed)) {
+            return Err(DecodeError::Invalid);
+        }
+        self.finished = true;
+        let usage = Usage {
+            input_tokens: self
+                .input
+                .saturating_add(self.cache_read.unwrap_or(0))
+                .saturating_add(self.cache_creation),
+            output_tokens: self.output,
+            cached_input_tokens: self.cache_read,
+        };
+        Ok(vec![
+            ModelEvent::Usage(usage),
+            ModelEvent::Stop(self.stop.unwrap_or(StopReason::Other)),
+        ])
     }
 
     /// Takes the counts a `usage` object reports; counts are cumulative, so each replaces the
@@ -489,6 +488,18 @@ impl Decoder {
                 Ok(out)
             }
         }
+    }
+}
+
+/// An `error` event as a decode error: an overflow when its type or message says so, else a
+/// remote failure.
+fn remote_error(obj: &Map<String, Value>) -> DecodeError {
+    let err = obj.get("error");
+    let field = |k: &str| err.and_then(|e| e.get(k)).and_then(Value::as_str);
+    if is_overflow(field("type"), field("message")) {
+        DecodeError::ContextOverflow
+    } else {
+        DecodeError::Remote
     }
 }
 

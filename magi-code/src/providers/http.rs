@@ -118,88 +118,103 @@ impl HttpModel {
         };
         let status = resp.status().as_u16();
         if status != 200 {
-            let after = resp
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| retry_after(v, crate::util::time::now_ms()));
-            if matches!(status, 401 | 403) {
-                return Err(Attempt::Fail(StepFailure::Auth));
-            }
-            if RETRY_STATUSES.contains(&status) {
-                return Err(Attempt::Retry(StepFailure::Status(status), after));
-            }
-            let mut err = Vec::new();
-            let _ = resp
-                .into_body()
-                .into_reader()
-                .take(ERROR_BODY_BYTES)
-                .read_to_end(&mut err);
-            if status == 400 && (wire.overflow)(&err) {
-                return Err(Attempt::Fail(StepFailure::ContextOverflow));
-            }
-            return Err(Attempt::Fail(StepFailure::Status(status)));
+            return Err(refused(wire, status, resp));
         }
-        let mut reader = resp.into_body().into_reader().take(STREAM_BYTES + 1);
-        let mut sse = SseDecoder::new();
-        let mut decoder = (wire.decoder)();
-        let mut buf = vec![0u8; 16 << 10];
-        let mut seen_event = false;
-        let mut total = 0u64;
-        loop {
-            let n = match reader.read(&mut buf) {
-                _ if cancel.is_cancelled() => return Err(cancelled()),
-                Ok(n) => n,
-                // Before any event a broken connection is worth another try.
-                Err(_) if !seen_event => {
-                    return Err(Attempt::Retry(StepFailure::Unreachable, None))
-                }
-                // After it, the idle guard is the provider going quiet; anything else (a
-                // reset, a body cut off mid-chunk) is a broken stream.
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                    return Err(Attempt::Fail(StepFailure::Unreachable))
-                }
-                Err(_) => return Err(Attempt::Fail(StepFailure::StreamInvalid)),
-            };
-            if n == 0 {
-                return Err(if seen_event {
-                    Attempt::Fail(StepFailure::StreamInvalid)
-                } else if total == 0 {
-                    // Not a byte: how local servers answer an overflowing streamed request.
-                    Attempt::Retry(StepFailure::EmptyReply, None)
-                } else {
-                    Attempt::Retry(StepFailure::StreamInvalid, None)
-                });
+        stream(wire, resp, cancel, sink)
+    }
+}
+
+/// Why a non-200 answer ends the attempt: auth, a retryable status (with its `retry-after`),
+/// an overflow the wire API recognises in the error body, or the bare status.
+fn refused(wire: &Wire, status: u16, resp: ureq::http::Response<ureq::Body>) -> Attempt {
+    let after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| retry_after(v, crate::util::time::now_ms()));
+    if matches!(status, 401 | 403) {
+        return Attempt::Fail(StepFailure::Auth);
+    }
+    if RETRY_STATUSES.contains(&status) {
+        return Attempt::Retry(StepFailure::Status(status), after);
+    }
+    let mut err = Vec::new();
+    let _ = resp
+        .into_body()
+        .into_reader()
+        .take(ERROR_BODY_BYTES)
+        .read_to_end(&mut err);
+    if status == 400 && (wire.overflow)(&err) {
+        return Attempt::Fail(StepFailure::ContextOverflow);
+    }
+    Attempt::Fail(StepFailure::Status(status))
+}
+
+/// Reads a 200 answer's SSE stream into `sink` until the decoder finishes, the sink stops it,
+/// or the stream breaks (before its first event a break is worth a retry, after it final).
+fn stream(
+    wire: &Wire,
+    resp: ureq::http::Response<ureq::Body>,
+    cancel: &Cancel,
+    sink: &mut dyn StepSink,
+) -> Result<(), Attempt> {
+    let mut reader = resp.into_body().into_reader().take(STREAM_BYTES + 1);
+    let mut sse = SseDecoder::new();
+    let mut decoder = (wire.decoder)();
+    let mut buf = vec![0u8; 16 << 10];
+    let mut seen_event = false;
+    let mut total = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            _ if cancel.is_cancelled() => return Err(Attempt::Fail(StepFailure::Cancelled)),
+            Ok(n) => n,
+            // Before any event a broken connection is worth another try.
+            Err(_) if !seen_event => return Err(Attempt::Retry(StepFailure::Unreachable, None)),
+            // After it, the idle guard is the provider going quiet; anything else (a
+            // reset, a body cut off mid-chunk) is a broken stream.
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                return Err(Attempt::Fail(StepFailure::Unreachable))
             }
-            total += n as u64;
-            if total > STREAM_BYTES {
-                return Err(Attempt::Fail(StepFailure::StreamInvalid));
-            }
-            let events = sse
-                .feed(&buf[..n])
-                .map_err(|_| Attempt::Fail(StepFailure::StreamInvalid))?;
-            for ev in events {
-                seen_event = true;
-                let decoded = decoder.event(&ev).map_err(|e| {
-                    Attempt::Fail(match e {
-                        DecodeError::Invalid => StepFailure::StreamInvalid,
-                        DecodeError::Remote => StepFailure::Remote,
-                        DecodeError::ContextOverflow => StepFailure::ContextOverflow,
-                    })
-                })?;
-                for m in decoded {
-                    if !sink.event(m) {
-                        return Ok(());
-                    }
-                }
-                if decoder.finished() {
-                    sink.flush();
+            Err(_) => return Err(Attempt::Fail(StepFailure::StreamInvalid)),
+        };
+        if n == 0 {
+            return Err(if seen_event {
+                Attempt::Fail(StepFailure::StreamInvalid)
+            } else if total == 0 {
+                // Not a byte: how local servers answer an overflowing streamed request.
+                Attempt::Retry(StepFailure::EmptyReply, None)
+            } else {
+                Attempt::Retry(StepFailure::StreamInvalid, None)
+            });
+        }
+        total += n as u64;
+        if total > STREAM_BYTES {
+            return Err(Attempt::Fail(StepFailure::StreamInvalid));
+        }
+        let events = sse
+            .feed(&buf[..n])
+            .map_err(|_| Attempt::Fail(StepFailure::StreamInvalid))?;
+        for ev in events {
+            seen_event = true;
+            let decoded = decoder.event(&ev).map_err(|e| {
+                Attempt::Fail(match e {
+                    DecodeError::Invalid => StepFailure::StreamInvalid,
+                    DecodeError::Remote => StepFailure::Remote,
+                    DecodeError::ContextOverflow => StepFailure::ContextOverflow,
+                })
+            })?;
+            for m in decoded {
+                if !sink.event(m) {
                     return Ok(());
                 }
             }
-            // One read's deltas travel as one: a burst costs one frame, a trickle one each.
-            sink.flush();
+            if decoder.finished() {
+                sink.flush();
+                return Ok(());
+            }
         }
+        // One read's deltas travel as one: a burst costs one frame, a trickle one each.
+        sink.flush();
     }
 }
 
