@@ -180,12 +180,7 @@ pub fn admitted(
     cancel: &Cancel,
 ) -> Result<Selection, ErrorCode> {
     let snap = scan(rt, provider, cancel)?;
-    let choice: Value = snap
-        .choices
-        .iter()
-        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
-        .find(|c| c["provider"] == provider && c["model"] == model)
-        .ok_or(ErrorCode::SelectionInvalid)?;
+    let choice = find_choice(&snap.choices, provider, model)?;
     let (_, efforts) = admit(&choice)?;
     Ok(Selection {
         provider: provider.to_owned(),
@@ -224,74 +219,18 @@ pub fn select(
 ) -> OpResult {
     let SetSelection {
         session_id,
-        selection_revision,
+        selection_revision: _,
         catalog_revision,
         provider,
         model,
         effort,
     } = req;
-    match &st.attachment {
-        None => return Err(ErrorCode::SessionMissing),
-        Some(a) if a.id.as_str() != session_id => return Err(ErrorCode::StaleSession),
-        Some(_) => {}
-    }
-    let current = st
-        .selection
-        .clone()
-        .unwrap_or_else(|| Selection::startup(rt));
-    if current.revision != selection_revision {
-        return Err(ErrorCode::StaleSelection);
-    }
-    let Some(snap) = st
-        .catalog
-        .as_ref()
-        .filter(|s| !s.stale && s.revision == catalog_revision)
-    else {
-        return Err(ErrorCode::StaleCatalog);
-    };
-    let fingerprint = snap.fingerprint;
-    // Revalidate: the caches and readiness must be what the snapshot saw.
-    match scan(rt, &current.provider, cancel) {
-        Ok(s) if s.fingerprint == fingerprint => {}
-        Err(ErrorCode::OperationCancelled) => return Err(ErrorCode::OperationCancelled),
-        _ => {
-            if let Some(s) = st.catalog.as_mut() {
-                s.stale = true;
-            }
-            return Err(ErrorCode::StaleCatalog);
-        }
-    }
+    let current = checked_current(rt, st, &req, cancel)?;
     let snap = st.catalog.as_ref().ok_or(ErrorCode::StaleCatalog)?;
-    let choice: Value = snap
-        .entries
-        .iter()
-        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
-        .find(|c| c["provider"] == provider && c["model"] == model)
-        .ok_or(ErrorCode::SelectionInvalid)?;
+    let choice = find_choice(&snap.entries, provider, model)?;
     let (permitted, efforts) = admit(&choice)?;
-    let requested = match effort {
-        EffortRequest::Default => "default".to_owned(),
-        EffortRequest::Keep => current.requested_effort.clone(),
-        EffortRequest::Set { value } => serde_json::to_value(value)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
-    };
-    if requested != "default" && !permitted.contains(&requested) {
-        return Err(ErrorCode::EffortUnsupported);
-    }
-    let record = Record::now(
-        session_id,
-        Body::SessionPreferences {
-            provider: provider.to_owned(),
-            model: model.to_owned(),
-            effort: requested.clone(),
-        },
-    );
-    let size = serde_json::to_string(&record).map_or(usize::MAX, |s| s.len());
-    if size > SELECTION_APPEND_BYTES {
-        return Err(ErrorCode::InvalidParams);
-    }
+    let requested = requested_effort(effort, &current, &permitted)?;
+    let record = preferences_record(session_id, provider, model, &requested)?;
     let a = st.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
     append(rt, a, &[record])?;
     let mut notices: Vec<Notice> = Vec::new();
@@ -324,6 +263,102 @@ pub fn select(
         }),
         Some(view),
     ))
+}
+
+/// The current selection, once `req` is checked against the attachment, the selection
+/// revision and the catalog snapshot, and the snapshot revalidated by a rescan (a changed
+/// fingerprint marks it stale: the client must read the catalog again).
+fn checked_current(
+    rt: &Runtime,
+    st: &mut SessionState,
+    req: &SetSelection<'_>,
+    cancel: &Cancel,
+) -> Result<Selection, ErrorCode> {
+    match &st.attachment {
+        None => return Err(ErrorCode::SessionMissing),
+        Some(a) if a.id.as_str() != req.session_id => return Err(ErrorCode::StaleSession),
+        Some(_) => {}
+    }
+    let current = st
+        .selection
+        .clone()
+        .unwrap_or_else(|| Selection::startup(rt));
+    if current.revision != req.selection_revision {
+        return Err(ErrorCode::StaleSelection);
+    }
+    let Some(snap) = st
+        .catalog
+        .as_ref()
+        .filter(|s| !s.stale && s.revision == req.catalog_revision)
+    else {
+        return Err(ErrorCode::StaleCatalog);
+    };
+    let fingerprint = snap.fingerprint;
+    // Revalidate: the caches and readiness must be what the snapshot saw.
+    match scan(rt, &current.provider, cancel) {
+        Ok(s) if s.fingerprint == fingerprint => Ok(current),
+        Err(ErrorCode::OperationCancelled) => Err(ErrorCode::OperationCancelled),
+        _ => {
+            if let Some(s) = st.catalog.as_mut() {
+                s.stale = true;
+            }
+            Err(ErrorCode::StaleCatalog)
+        }
+    }
+}
+
+/// The catalog choice (one JSON text of `choices`) for `provider/model`, or
+/// `selection_invalid` when the catalog does not offer the pair.
+fn find_choice(choices: &[String], provider: &str, model: &str) -> Result<Value, ErrorCode> {
+    choices
+        .iter()
+        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
+        .find(|c| c["provider"] == provider && c["model"] == model)
+        .ok_or(ErrorCode::SelectionInvalid)
+}
+
+/// The effort `effort` asks for, as its wire name (`keep` keeps the current one), or
+/// `effort_unsupported` when the model does not permit it.
+fn requested_effort(
+    effort: EffortRequest,
+    current: &Selection,
+    permitted: &[String],
+) -> Result<String, ErrorCode> {
+    let requested = match effort {
+        EffortRequest::Default => "default".to_owned(),
+        EffortRequest::Keep => current.requested_effort.clone(),
+        EffortRequest::Set { value } => serde_json::to_value(value)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    if requested != "default" && !permitted.contains(&requested) {
+        return Err(ErrorCode::EffortUnsupported);
+    }
+    Ok(requested)
+}
+
+/// The `session_preferences` record a selection appends, refused as `invalid_params` when it
+/// would exceed the append bound.
+fn preferences_record(
+    session_id: &str,
+    provider: &str,
+    model: &str,
+    effort: &str,
+) -> Result<Record, ErrorCode> {
+    let record = Record::now(
+        session_id,
+        Body::SessionPreferences {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            effort: effort.to_owned(),
+        },
+    );
+    let size = serde_json::to_string(&record).map_or(usize::MAX, |s| s.len());
+    if size > SELECTION_APPEND_BYTES {
+        return Err(ErrorCode::InvalidParams);
+    }
+    Ok(record)
 }
 
 #[cfg(test)]

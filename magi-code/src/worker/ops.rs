@@ -31,18 +31,14 @@ pub fn run(shared: &Shared, cancel: &Cancel, request: &Request) -> OpResult {
             revision,
             cursor,
             limit,
-        } => {
-            let attached = st.attachment.as_ref().map(|a| a.id.clone());
-            plain(discovery::list(
-                &rt,
-                &mut st.discovery,
-                attached.as_ref(),
-                revision.as_deref(),
-                cursor.as_deref(),
-                *limit,
-                cancel,
-            ))
-        }
+        } => session_list(
+            &rt,
+            st,
+            revision.as_deref(),
+            cursor.as_deref(),
+            *limit,
+            cancel,
+        ),
         Request::SessionDiscover { cursor, limit } => plain(discovery::discover(
             &rt,
             st.attached(),
@@ -54,22 +50,14 @@ pub fn run(shared: &Shared, cancel: &Cancel, request: &Request) -> OpResult {
             revision,
             cursor,
             limit,
-        } => {
-            let selected = st
-                .selection
-                .as_ref()
-                .map_or_else(|| rt.settings.provider.clone(), |s| s.provider.clone());
-            let r = catalog::catalog(
-                &rt,
-                &mut st.catalog,
-                &selected,
-                revision.as_deref(),
-                cursor.as_deref(),
-                *limit,
-                cancel,
-            );
-            reconcile(&rt, st, r)
-        }
+        } => model_catalog(
+            &rt,
+            st,
+            revision.as_deref(),
+            cursor.as_deref(),
+            *limit,
+            cancel,
+        ),
         Request::ModelCatalogStatus => plain(catalog::status(&rt, cancel)),
         Request::ModelRefresh { provider } => {
             let r = catalog::refresh(&rt, &mut st.catalog, provider, cancel);
@@ -97,6 +85,54 @@ pub fn run(shared: &Shared, cancel: &Cancel, request: &Request) -> OpResult {
         ),
         _ => Err(ErrorCode::UnsupportedMethod),
     }
+}
+
+/// `session.list`: a page of the stored sessions, marking the attached one.
+fn session_list(
+    rt: &Runtime,
+    st: &mut SessionState,
+    revision: Option<&str>,
+    cursor: Option<&str>,
+    limit: u64,
+    cancel: &Cancel,
+) -> OpResult {
+    let attached = st.attachment.as_ref().map(|a| a.id.clone());
+    discovery::list(
+        rt,
+        &mut st.discovery,
+        attached.as_ref(),
+        revision,
+        cursor,
+        limit,
+        cancel,
+    )
+    .map(|v| (v, None))
+}
+
+/// `model.catalog`: a page of the catalog around the selected provider, then the selection
+/// reconciled with what the scan saw.
+fn model_catalog(
+    rt: &Runtime,
+    st: &mut SessionState,
+    revision: Option<&str>,
+    cursor: Option<&str>,
+    limit: u64,
+    cancel: &Cancel,
+) -> OpResult {
+    let selected = st
+        .selection
+        .as_ref()
+        .map_or_else(|| rt.settings.provider.clone(), |s| s.provider.clone());
+    let r = catalog::catalog(
+        rt,
+        &mut st.catalog,
+        &selected,
+        revision,
+        cursor,
+        limit,
+        cancel,
+    );
+    reconcile(rt, st, r)
 }
 
 /// After a successful catalog observation (`model.catalog`, `model.refresh`), the selection
