@@ -281,71 +281,21 @@ impl Projector {
             }
             Body::AssistantChunk {
                 message_id, text, ..
-            } => match self.messages.get(message_id.as_str()) {
-                Some(&i) if self.out[i].reconciled => {}
-                Some(&i) => {
-                    // Not reconciled: its text is still raw.
-                    if let Text::Raw(t) = &mut self.out[i].text {
-                        t.push_str(text);
-                        self.out[i].len = t.len();
-                        self.held += text.len();
-                        self.touch(i);
-                        self.changed = Some(i);
-                        self.check()?;
-                    }
-                }
-                None => {
-                    let i = self.add(Logical::new("assistant", text.clone(), true))?;
-                    self.messages.insert(message_id.clone(), i);
-                }
-            },
+            } => self.assistant_chunk(message_id, text)?,
             Body::AssistantMessage {
                 message_id,
                 text,
                 partial,
                 ..
-            } => match self.messages.get(message_id.as_str()) {
-                Some(&i) => {
-                    if let Some(t) = text {
-                        self.set_text(i, t.clone())?;
-                    }
-                    // Legacy output without text keeps its stored chunks.
-                    self.set_partial(i, *partial);
-                    self.out[i].reconciled = true;
-                    self.changed = Some(i);
-                }
-                None => {
-                    let t = text.clone().unwrap_or_default();
-                    let mut l = Logical::new("assistant", t, *partial);
-                    l.reconciled = true;
-                    let i = self.add(l)?;
-                    self.messages.insert(message_id.clone(), i);
-                }
-            },
+            } => self.assistant_message(message_id, text.as_deref(), *partial)?,
             Body::ReasoningSummary {
                 run_id,
                 text,
                 item_id,
                 provider_summary,
             } => {
-                if *provider_summary != Some(true) {
-                    return Ok(());
-                }
-                let t = text.clone();
-                match item_id {
-                    Some(item) => {
-                        let key = (run_id.clone(), item.clone());
-                        match self.summaries.get(&key) {
-                            Some(&i) => self.set_text(i, t)?,
-                            None => {
-                                let i = self.add(Logical::new("reasoning_summary", t, false))?;
-                                self.summaries.insert(key, i);
-                            }
-                        }
-                    }
-                    None => {
-                        self.add(Logical::new("reasoning_summary", t, false))?;
-                    }
+                if *provider_summary == Some(true) {
+                    self.reasoning_summary(run_id, text.clone(), item_id.as_deref())?;
                 }
             }
             Body::Activity {
@@ -354,50 +304,10 @@ impl Projector {
                 name,
                 summary,
                 ..
-            } => {
-                let mut line = format!("{name}: {}", state.as_str());
-                if let Some(sum) = summary.as_deref().filter(|x| !x.is_empty()) {
-                    line.push_str(" — ");
-                    line.push_str(sum);
-                }
-                let partial = *state == ActivityState::Started;
-                match self.activities.get(activity_id.as_str()) {
-                    Some(&i) => {
-                        self.set_text(i, line)?;
-                        self.set_partial(i, partial);
-                    }
-                    None => {
-                        let i = self.add(Logical::new("activity", line, partial))?;
-                        self.activities.insert(activity_id.clone(), i);
-                    }
-                }
-            }
+            } => self.activity(activity_id, *state, name, summary.as_deref())?,
             Body::ToolCard {
                 activity_id, card, ..
-            } => {
-                let shown = shown_card(card).filter(|_| self.cards);
-                let Some((title, running)) = shown else {
-                    return Ok(());
-                };
-                if !self.activities.contains_key(activity_id.as_str()) {
-                    return Ok(());
-                }
-                let mut l = Logical::new("tool_card", title, running);
-                l.card = Some(card.clone());
-                match self.card_entries.get(activity_id.as_str()) {
-                    Some(&i) => {
-                        self.held = self.held - self.out[i].held() + l.held();
-                        self.out[i] = l;
-                        self.touch(i);
-                        self.changed = Some(i);
-                        self.check()?;
-                    }
-                    None => {
-                        let i = self.add(l)?;
-                        self.card_entries.insert(activity_id.clone(), i);
-                    }
-                }
-            }
+            } => self.tool_card(activity_id, card)?,
             Body::Compaction { summary, .. } => {
                 let t = summary.as_deref().unwrap_or("history compacted").to_owned();
                 self.add(Logical::new("compaction", t, false))?;
@@ -410,6 +320,141 @@ impl Projector {
             | Body::ToolResult { .. }
             | Body::ProviderItem { .. }
             | Body::Usage { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A streamed chunk: appended to its message while that is still raw (a reconciled
+    /// message has its final text), or the message's first entry.
+    fn assistant_chunk(&mut self, message_id: &str, text: &str) -> Result<(), HistoryError> {
+        match self.messages.get(message_id) {
+            Some(&i) if self.out[i].reconciled => {}
+            Some(&i) => {
+                // Not reconciled: its text is still raw.
+                if let Text::Raw(t) = &mut self.out[i].text {
+                    t.push_str(text);
+                    self.out[i].len = t.len();
+                    self.held += text.len();
+                    self.touch(i);
+                    self.changed = Some(i);
+                    self.check()?;
+                }
+            }
+            None => {
+                let i = self.add(Logical::new("assistant", text.to_owned(), true))?;
+                self.messages.insert(message_id.to_owned(), i);
+            }
+        }
+        Ok(())
+    }
+
+    /// A reconciled message: its final text (when stored) and partial flag replace the
+    /// chunks' entry, or it makes a new one.
+    fn assistant_message(
+        &mut self,
+        message_id: &str,
+        text: Option<&str>,
+        partial: bool,
+    ) -> Result<(), HistoryError> {
+        match self.messages.get(message_id) {
+            Some(&i) => {
+                if let Some(t) = text {
+                    self.set_text(i, t.to_owned())?;
+                }
+                // Legacy output without text keeps its stored chunks.
+                self.set_partial(i, partial);
+                self.out[i].reconciled = true;
+                self.changed = Some(i);
+            }
+            None => {
+                let t = text.unwrap_or_default().to_owned();
+                let mut l = Logical::new("assistant", t, partial);
+                l.reconciled = true;
+                let i = self.add(l)?;
+                self.messages.insert(message_id.to_owned(), i);
+            }
+        }
+        Ok(())
+    }
+
+    /// A provider's reasoning summary: one entry per item id of the run (a later text
+    /// replaces it), or a new entry when it has none.
+    fn reasoning_summary(
+        &mut self,
+        run_id: &str,
+        t: String,
+        item_id: Option<&str>,
+    ) -> Result<(), HistoryError> {
+        match item_id {
+            Some(item) => {
+                let key = (run_id.to_owned(), item.to_owned());
+                match self.summaries.get(&key) {
+                    Some(&i) => self.set_text(i, t)?,
+                    None => {
+                        let i = self.add(Logical::new("reasoning_summary", t, false))?;
+                        self.summaries.insert(key, i);
+                    }
+                }
+            }
+            None => {
+                self.add(Logical::new("reasoning_summary", t, false))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An activity's line (`name: state — summary`), one entry per activity id, partial
+    /// while it runs.
+    fn activity(
+        &mut self,
+        activity_id: &str,
+        state: ActivityState,
+        name: &str,
+        summary: Option<&str>,
+    ) -> Result<(), HistoryError> {
+        let mut line = format!("{name}: {}", state.as_str());
+        if let Some(sum) = summary.filter(|x| !x.is_empty()) {
+            line.push_str(" — ");
+            line.push_str(sum);
+        }
+        let partial = state == ActivityState::Started;
+        match self.activities.get(activity_id) {
+            Some(&i) => {
+                self.set_text(i, line)?;
+                self.set_partial(i, partial);
+            }
+            None => {
+                let i = self.add(Logical::new("activity", line, partial))?;
+                self.activities.insert(activity_id.to_owned(), i);
+            }
+        }
+        Ok(())
+    }
+
+    /// A tool card, shown only when cards are on and its activity is projected; a later card
+    /// of the activity replaces the entry.
+    fn tool_card(&mut self, activity_id: &str, card: &Value) -> Result<(), HistoryError> {
+        let shown = shown_card(card).filter(|_| self.cards);
+        let Some((title, running)) = shown else {
+            return Ok(());
+        };
+        if !self.activities.contains_key(activity_id) {
+            return Ok(());
+        }
+        let mut l = Logical::new("tool_card", title, running);
+        l.card = Some(card.clone());
+        match self.card_entries.get(activity_id) {
+            Some(&i) => {
+                self.held = self.held - self.out[i].held() + l.held();
+                self.out[i] = l;
+                self.touch(i);
+                self.changed = Some(i);
+                self.check()?;
+            }
+            None => {
+                let i = self.add(l)?;
+                self.card_entries.insert(activity_id.to_owned(), i);
+            }
         }
         Ok(())
     }
