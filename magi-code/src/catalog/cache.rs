@@ -80,72 +80,81 @@ pub fn read_cache(
     if !dups.top.is_empty() || dups.nested {
         return Ok(Cache::Invalid);
     }
-    let valid = || -> Option<Cache> {
-        let o = v.as_object()?;
-        if o.get("provider")?.as_str()? != provider {
-            return None;
+    Ok(valid_cache(&v, provider).unwrap_or(Cache::Invalid))
+}
+
+/// The cache file's JSON as a [`Cache`] for `provider`, or `None` when any member is wrong
+/// (the caller reports that as `Invalid`).
+fn valid_cache(v: &Value, provider: &str) -> Option<Cache> {
+    let o = v.as_object()?;
+    if o.get("provider")?.as_str()? != provider {
+        return None;
+    }
+    let fetched_at = o.get("fetched_at")?.as_str()?;
+    parse_rfc3339(fetched_at)?;
+    let mut models = Vec::new();
+    for m in o.get("models")?.as_array()? {
+        models.push(valid_model(m)?);
+    }
+    Some(if models.is_empty() {
+        Cache::Empty {
+            fetched_at: fetched_at.to_owned(),
         }
-        let fetched_at = o.get("fetched_at")?.as_str()?;
-        parse_rfc3339(fetched_at)?;
-        let mut models = Vec::new();
-        for m in o.get("models")?.as_array()? {
-            let m = m.as_object()?;
-            let id = m.get("id")?.as_str()?.to_owned();
-            let name = match m.get("name") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => return None,
-            };
-            let efforts = match m.get("efforts") {
-                None | Some(Value::Null) => None,
-                Some(Value::Array(a)) => {
-                    let list: Option<Vec<String>> = a
-                        .iter()
-                        .map(|e| {
-                            e.as_str()
-                                .filter(|e| EFFORTS.contains(e))
-                                .map(str::to_owned)
-                        })
-                        .collect();
-                    Some(list?)
-                }
-                Some(_) => return None,
-            };
-            let retired = match m.get("retired") {
-                None => false,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => return None,
-            };
-            let thinking = match m.get("thinking").map(Value::as_str) {
-                None | Some(Some("adaptive")) => Thinking::Adaptive,
-                Some(Some("budget")) => Thinking::Budget,
-                Some(_) => return None,
-            };
-            let context_window = match m.get("context_window") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64()?),
-            };
-            models.push(Model {
-                id,
-                name,
-                efforts,
-                retired,
-                thinking,
-                context_window,
-            });
+    } else {
+        Cache::Models {
+            fetched_at: fetched_at.to_owned(),
+            models,
         }
-        Some(if models.is_empty() {
-            Cache::Empty {
-                fetched_at: fetched_at.to_owned(),
-            }
-        } else {
-            Cache::Models {
-                fetched_at: fetched_at.to_owned(),
-                models,
-            }
-        })
+    })
+}
+
+/// One `models` entry, or `None` when any of its members is wrong (which invalidates the
+/// whole cache).
+fn valid_model(m: &Value) -> Option<Model> {
+    let m = m.as_object()?;
+    let id = m.get("id")?.as_str()?.to_owned();
+    let name = match m.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return None,
     };
-    Ok(valid().unwrap_or(Cache::Invalid))
+    let efforts = match m.get("efforts") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => {
+            let list: Option<Vec<String>> = a
+                .iter()
+                .map(|e| {
+                    e.as_str()
+                        .filter(|e| EFFORTS.contains(e))
+                        .map(str::to_owned)
+                })
+                .collect();
+            Some(list?)
+        }
+        Some(_) => return None,
+    };
+    let retired = match m.get("retired") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return None,
+    };
+    let thinking = match m.get("thinking").map(Value::as_str) {
+        None | Some(Some("adaptive")) => Thinking::Adaptive,
+        Some(Some("budget")) => Thinking::Budget,
+        Some(_) => return None,
+    };
+    let context_window = match m.get("context_window") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64()?),
+    };
+    Some(Model {
+        id,
+        name,
+        efforts,
+        retired,
+        thinking,
+        context_window,
+    })
 }
 
 /// How `model` of `provider` takes effort, from its cache entry (`backend.md`: absent means

@@ -1,6 +1,6 @@
 //! `model.refresh`: the one deliberate remote request of the catalog.
 
-use crate::providers::{target, Api};
+use crate::providers::{target, Api, Target};
 use crate::runtime::Runtime;
 use crate::store::{replace_atomically, Sweep};
 use crate::util::cancel::Cancel;
@@ -22,6 +22,36 @@ pub fn refresh(
     cancel: &Cancel,
 ) -> Result<Value, ErrorCode> {
     let target = target(rt, provider, "").ok_or(ErrorCode::ProviderUnavailable)?;
+    let body = fetch(&target, cancel)?;
+    let models = parse_models(&body)?;
+    let fetched_at = rfc3339(now_ms());
+    let cache = json!({"provider": provider, "fetched_at": fetched_at, "models": models});
+    let path = rt
+        .root
+        .join("cache")
+        .join("models")
+        .join(format!("{provider}.json"));
+    // Durable only once the folder entry is synced too: otherwise the old cache may return.
+    if !matches!(
+        replace_atomically(
+            &path,
+            cache.to_string().as_bytes(),
+            Some(0o600),
+            Sweep::Folder
+        ),
+        Ok(true)
+    ) {
+        return Err(ErrorCode::RefreshFailed);
+    }
+    if let Some(s) = snapshot.as_mut() {
+        s.stale = true;
+    }
+    Ok(json!({"provider": provider, "models": models.len(), "fetched_at": fetched_at}))
+}
+
+/// The provider's model list as bytes: one GET, bounded in time (10 s to connect, 30 s in
+/// all) and in bytes (`catalog_limit` past the cache bound), closed at once on cancel.
+fn fetch(target: &Target, cancel: &Cancel) -> Result<Vec<u8>, ErrorCode> {
     let url = match target.api {
         Api::OpenAi => format!("{}/models", target.base_url),
         Api::Anthropic => format!("{}/v1/models?limit=1000", target.base_url),
@@ -64,7 +94,13 @@ pub fn refresh(
     if cancel.is_cancelled() {
         return Err(ErrorCode::OperationCancelled);
     }
-    let v: Value = serde_json::from_slice(&body).map_err(|_| ErrorCode::RefreshFailed)?;
+    Ok(body)
+}
+
+/// The cache's `models` from a model list body: `{id, name}` for each `data` entry, refused
+/// as `refresh_failed` when malformed, `catalog_limit` past the count or string bounds.
+fn parse_models(body: &[u8]) -> Result<Vec<Value>, ErrorCode> {
+    let v: Value = serde_json::from_slice(body).map_err(|_| ErrorCode::RefreshFailed)?;
     let list = v
         .get("data")
         .and_then(Value::as_array)
@@ -84,27 +120,5 @@ pub fn refresh(
         let name = m.get("display_name").and_then(Value::as_str);
         models.push(json!({"id": id, "name": name}));
     }
-    let fetched_at = rfc3339(now_ms());
-    let cache = json!({"provider": provider, "fetched_at": fetched_at, "models": models});
-    let path = rt
-        .root
-        .join("cache")
-        .join("models")
-        .join(format!("{provider}.json"));
-    // Durable only once the folder entry is synced too: otherwise the old cache may return.
-    if !matches!(
-        replace_atomically(
-            &path,
-            cache.to_string().as_bytes(),
-            Some(0o600),
-            Sweep::Folder
-        ),
-        Ok(true)
-    ) {
-        return Err(ErrorCode::RefreshFailed);
-    }
-    if let Some(s) = snapshot.as_mut() {
-        s.stale = true;
-    }
-    Ok(json!({"provider": provider, "models": models.len(), "fetched_at": fetched_at}))
+    Ok(models)
 }
