@@ -145,6 +145,16 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
             choices.push(((provider.clone(), m.id.clone()), choice));
         }
     }
+    finish(choices, notices, hasher)
+}
+
+/// The scan's result: choices in `(provider, model)` byte order (a pair seen twice makes the
+/// catalog unavailable), notices sorted, and the fingerprint of all it read.
+fn finish(
+    mut choices: Vec<((String, String), String)>,
+    notices: Vec<Notice>,
+    hasher: Sha256,
+) -> Result<Scan, ErrorCode> {
     choices.sort_by(|a, b| a.0.cmp(&b.0));
     if choices.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(ErrorCode::CatalogUnavailable);

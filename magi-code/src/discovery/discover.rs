@@ -26,38 +26,7 @@ pub fn discover(
     cancel: &Cancel,
 ) -> Result<Value, ErrorCode> {
     let sessions = Sessions::new(&rt.root);
-    let meta = fs::symlink_metadata(sessions.dir()).map_err(|_| ErrorCode::DiscoveryUnavailable)?;
-    if !meta.file_type().is_dir() {
-        return Err(ErrorCode::DiscoveryUnavailable);
-    }
-    // Keep only the smallest names after the cursor: memory stays bounded however large the
-    // folder is.
-    let mut heap: BinaryHeap<SessionId> = BinaryHeap::new();
-    let mut more_than_kept = false;
-    for (n, entry) in fs::read_dir(sessions.dir())
-        .map_err(|_| ErrorCode::DiscoveryUnavailable)?
-        .enumerate()
-    {
-        if n.is_multiple_of(1024) && cancel.is_cancelled() {
-            return Err(ErrorCode::OperationCancelled);
-        }
-        let entry = entry.map_err(|_| ErrorCode::DiscoveryUnavailable)?;
-        let Ok(name) = entry.file_name().into_string() else {
-            return Err(ErrorCode::DiscoveryUnavailable);
-        };
-        let Some(id) = history_stem(&name)? else {
-            continue;
-        };
-        if cursor.is_some_and(|c| id.as_str() <= c) {
-            continue;
-        }
-        heap.push(id);
-        if heap.len() > DISCOVER_CANDIDATES {
-            heap.pop();
-            more_than_kept = true;
-        }
-    }
-    let candidates = heap.into_sorted_vec();
+    let (candidates, more_than_kept) = candidates(&sessions, cursor, cancel)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut budget = Budget {
         bytes: DISCOVER_SCAN_BYTES,
@@ -122,4 +91,45 @@ pub fn discover(
     Ok(
         json!({ "sessions": out, "next_cursor": next, "complete": complete && next.is_none(), "provisional": true, "notices": notices }),
     )
+}
+
+/// The smallest [`DISCOVER_CANDIDATES`] history names after `cursor`, ascending, and whether
+/// the folder held more: a bounded heap, so memory stays bounded however large the folder is.
+fn candidates(
+    sessions: &Sessions,
+    cursor: Option<&str>,
+    cancel: &Cancel,
+) -> Result<(Vec<SessionId>, bool), ErrorCode> {
+    let meta = fs::symlink_metadata(sessions.dir()).map_err(|_| ErrorCode::DiscoveryUnavailable)?;
+    if !meta.file_type().is_dir() {
+        return Err(ErrorCode::DiscoveryUnavailable);
+    }
+    // Keep only the smallest names after the cursor: memory stays bounded however large the
+    // folder is.
+    let mut heap: BinaryHeap<SessionId> = BinaryHeap::new();
+    let mut more_than_kept = false;
+    for (n, entry) in fs::read_dir(sessions.dir())
+        .map_err(|_| ErrorCode::DiscoveryUnavailable)?
+        .enumerate()
+    {
+        if n.is_multiple_of(1024) && cancel.is_cancelled() {
+            return Err(ErrorCode::OperationCancelled);
+        }
+        let entry = entry.map_err(|_| ErrorCode::DiscoveryUnavailable)?;
+        let Ok(name) = entry.file_name().into_string() else {
+            return Err(ErrorCode::DiscoveryUnavailable);
+        };
+        let Some(id) = history_stem(&name)? else {
+            continue;
+        };
+        if cursor.is_some_and(|c| id.as_str() <= c) {
+            continue;
+        }
+        heap.push(id);
+        if heap.len() > DISCOVER_CANDIDATES {
+            heap.pop();
+            more_than_kept = true;
+        }
+    }
+    Ok((heap.into_sorted_vec(), more_than_kept))
 }

@@ -3,7 +3,7 @@
 
 use crate::history::{self, display_title};
 use crate::runtime::Runtime;
-use crate::store::{self, ReadError, SessionId, Sessions};
+use crate::store::{self, ReadError, SessionId, Sessions, Streamed};
 use crate::util::notice::Notice;
 use crate::util::time::rfc3339;
 use protocol_core::ErrorCode;
@@ -119,18 +119,7 @@ pub fn examine(
     budget.bytes = budget.bytes.saturating_sub(consumed.0);
     budget.lines = budget.lines.saturating_sub(consumed.1);
     if let Some(h) = hasher {
-        h.update(id.as_str().as_bytes());
-        h.update(b"\0");
-        if let Some(st) = &streamed {
-            let i = st.identity;
-            for n in [i.dev, i.ino, i.len, u64::from(i.mode)] {
-                h.update(n.to_le_bytes());
-            }
-            h.update(i.mtime_ns.to_le_bytes());
-            h.update([u8::from(st.torn)]);
-        }
-        h.update(digest.finalize());
-        h.update([u8::from(lease)]);
+        fingerprint(h, id, streamed.as_ref(), digest, lease);
     }
     let torn = streamed.as_ref().is_some_and(|s| s.torn);
     let (Some(_), Ok((parsed, _))) = (streamed, reader.finish(torn)) else {
@@ -161,4 +150,27 @@ pub fn examine(
         "eligibility": eligibility,
         "notices": notices,
     })))
+}
+
+/// Feeds one history into the `session.list` scan's fingerprint: its name, the file's
+/// identity and torn flag, its lines' digest and whether a lease is present.
+fn fingerprint(
+    h: &mut Sha256,
+    id: &SessionId,
+    streamed: Option<&Streamed>,
+    digest: Sha256,
+    lease: bool,
+) {
+    h.update(id.as_str().as_bytes());
+    h.update(b"\0");
+    if let Some(st) = streamed {
+        let i = st.identity;
+        for n in [i.dev, i.ino, i.len, u64::from(i.mode)] {
+            h.update(n.to_le_bytes());
+        }
+        h.update(i.mtime_ns.to_le_bytes());
+        h.update([u8::from(st.torn)]);
+    }
+    h.update(digest.finalize());
+    h.update([u8::from(lease)]);
 }
