@@ -227,22 +227,7 @@ pub fn schema() -> Value {
     let events = event_schemas(&mut g);
     let mut defs = g.take_definitions(true);
 
-    let requests: Vec<Value> = methods
-        .iter()
-        .map(|(name, params, _)| {
-            let props = vec![
-                ("protocol", json!({ "const": PROTOCOL })),
-                (
-                    "version",
-                    json!({ "const": protocol_core::envelope::VERSION }),
-                ),
-                ("id", def("RequestId")),
-                ("method", json!({ "const": name })),
-                ("params", params.clone()),
-            ];
-            object(props, &["protocol", "version", "id", "method", "params"])
-        })
-        .collect();
+    let requests = request_frames(&methods);
     let mut results: Vec<Value> = Vec::new();
     for (_, _, r) in &methods {
         if !results.contains(r) {
@@ -251,27 +236,8 @@ pub fn schema() -> Value {
     }
     // Every method is listed, so `Methods["turn.start"]["params"]` names a type in TypeScript.
     let method_names: Vec<&str> = methods.iter().map(|(name, _, _)| *name).collect();
-    let method_map: Map<String, Value> = methods
-        .iter()
-        .map(|(name, params, result)| {
-            let entry = object(
-                vec![("params", params.clone()), ("result", result.clone())],
-                &["params", "result"],
-            );
-            ((*name).to_owned(), entry)
-        })
-        .collect();
-    let event_frames: Vec<Value> = events
-        .iter()
-        .map(|(name, data)| {
-            let mut props = head("event");
-            props.push(("event", json!({ "const": name })));
-            props.push(("data", data.clone()));
-            let mut req = HEAD.to_vec();
-            req.extend(["event", "data"]);
-            object(props, &req)
-        })
-        .collect();
+    let method_map = method_map(&methods);
+    let event_frames = event_frames(&events);
     let mut result_head = head("response");
     result_head.push(("id", def("RequestId")));
     result_head.push(("result", json!({ "anyOf": results })));
@@ -323,6 +289,55 @@ pub fn schema() -> Value {
         "oneOf": [def("ResultFrame"), def("ErrorFrame"), def("EventFrame")],
         "$defs": defs,
     }))
+}
+
+/// One request frame per method: the envelope head and that method's exact params.
+fn request_frames(methods: &[(&'static str, Value, Value)]) -> Vec<Value> {
+    methods
+        .iter()
+        .map(|(name, params, _)| {
+            let props = vec![
+                ("protocol", json!({ "const": PROTOCOL })),
+                (
+                    "version",
+                    json!({ "const": protocol_core::envelope::VERSION }),
+                ),
+                ("id", def("RequestId")),
+                ("method", json!({ "const": name })),
+                ("params", params.clone()),
+            ];
+            object(props, &["protocol", "version", "id", "method", "params"])
+        })
+        .collect()
+}
+
+/// `Methods`: each method's params and result by name, for the TypeScript types.
+fn method_map(methods: &[(&'static str, Value, Value)]) -> Map<String, Value> {
+    methods
+        .iter()
+        .map(|(name, params, result)| {
+            let entry = object(
+                vec![("params", params.clone()), ("result", result.clone())],
+                &["params", "result"],
+            );
+            ((*name).to_owned(), entry)
+        })
+        .collect()
+}
+
+/// One event frame per event: the frame head, the event's name and its data.
+fn event_frames(events: &[(&'static str, Value)]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|(name, data)| {
+            let mut props = head("event");
+            props.push(("event", json!({ "const": name })));
+            props.push(("data", data.clone()));
+            let mut req = HEAD.to_vec();
+            req.extend(["event", "data"]);
+            object(props, &req)
+        })
+        .collect()
 }
 
 /// `v` with every object's keys in byte order, whatever map serde_json was built with.

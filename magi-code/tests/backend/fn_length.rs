@@ -15,9 +15,10 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions still over the bound, as `path::name` (path relative to `src`), with why each
 /// stays for now. Shrink this list; never grow it.
-const EXCEPTIONS: [&str; 5] = [
+const EXCEPTIONS: [&str; 4] = [
     // The `chat` subcommand's turn printer: a client of the protocol, not the backend's turn
-    // path; one loop over a turn's frames.
+    // path. Split into on_event + approval it is 3 x ~50 lines, but chat.rs (581 lines) then
+    // passes the 600-line file bound: it needs its screen moved to a file of its own first.
     "cli/chat.rs::turn",
     // One match over every settings key, read top to bottom like the table of `backend.md`;
     // not on the turn path (startup only).
@@ -25,9 +26,8 @@ const EXCEPTIONS: [&str; 5] = [
     // One arm per stored record type of `history-format.md`: a table, splitting it would
     // only scatter it.
     "history/record.rs::from_fields",
-    // Data, not logic: the built-in tools' specs and the frames' JSON Schema as literals.
+    // Data, not logic: the built-in tools' specs as one literal list, one `spec(..)` each.
     "tools/builtin/schema.rs::specs",
-    "wire/frames.rs::schema",
 ];
 
 /// One function: where its `fn` is, its name and its length in lines.
