@@ -2,6 +2,7 @@
 //! tidy test of `src`'s layout.
 
 mod append_path;
+mod frames;
 mod fuzz_corpus;
 mod incremental;
 mod layering;
