@@ -69,7 +69,7 @@ fn scan_with(
             return Err(ErrorCode::DiscoveryLimit);
         }
         match examine(rt, attached, &sessions, id, &mut budget, Some(&mut hasher)) {
-            Ok(Examined::Entry(e)) => entries.push(e.to_string()),
+            Ok(Examined::Entry(e)) => entries.push(crate::wire::body(&e).to_string()),
             Ok(Examined::Excluded) => {}
             Ok(Examined::Invalid) => omitted_invalid = true,
             Err(ReadError::Missing) => return Err(ErrorCode::StaleRevision),

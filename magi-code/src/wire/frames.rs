@@ -98,7 +98,7 @@ macro_rules! events {
             /// written by hand, so the compiler and the schema check its shape).
             #[must_use]
             pub fn into_data(self) -> Value {
-                match self { $(Self::$v(d) => serde_json::to_value(d).unwrap_or(Value::Null),)* }
+                match self { $(Self::$v(d) => super::body(&d),)* }
             }
         }
 

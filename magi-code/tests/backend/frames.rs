@@ -1,12 +1,14 @@
 //! Tidy test: frame bodies are built from the `wire/` types, never written by hand with
 //! `json!` (issue 15). A run event goes out through `RunOutput::critical(Event)` or the
-//! `message.delta` helpers of `agent/emit.rs`, which serialize a `wire::Event`; this test
-//! keeps a hand-written body from creeping back around them:
+//! `message.delta` helpers of `agent/emit.rs`, which serialize a `wire::Event`; a result is
+//! `wire::body` of its `wire::results` type. This test keeps a hand-written body from
+//! creeping back around them:
 //!
 //! - `WorkerEvent::RunEvent` is built only in `agent/emit.rs`, and `WorkerEvent::RunFinished`
 //!   only in `agent/mod.rs` (from `RunOutput::finished_data`);
 //! - no `json!` inside the arguments of an event-emitting call (`critical`, `diagnostic`,
-//!   `delta`, `delta_wait`) or of a `RunEvent`/`RunFinished` construction, anywhere in `src`;
+//!   `delta`, `delta_wait`), of a `RunEvent`/`RunFinished` construction or of an
+//!   `OpOutcome::Result`, anywhere in `src`;
 //! - the files whose every frame body is typed hold no `json!` at all ([`FRAMED`]).
 //!
 //! Only non-test text is read: what comes before a file's first `#[cfg(test)]`, skipping
@@ -16,23 +18,29 @@ use std::fs;
 use std::path::Path;
 
 /// Files (relative to `src`) that build frame bodies and no other JSON: none may use `json!`.
-const FRAMED: [&str; 6] = [
+const FRAMED: [&str; 11] = [
     "agent/emit.rs",
     "agent/segment.rs",
     "agent/turn_loop.rs",
     "agent/tool_call.rs",
     "agent/client_tool.rs",
     "agent/outcome.rs",
+    "session/mod.rs",
+    "catalog/status.rs",
+    "worker/mod.rs",
+    "discovery/discover.rs",
+    "discovery/examine.rs",
 ];
 
-/// Calls whose arguments are an event's body.
-const EMITTERS: [&str; 6] = [
+/// Calls whose arguments are an event's body or a result.
+const EMITTERS: [&str; 7] = [
     ".critical(",
     ".diagnostic(",
     ".delta(",
     ".delta_wait(",
     "RunEvent {",
     "RunFinished {",
+    "OpOutcome::Result(",
 ];
 
 /// Where each `WorkerEvent` that carries a frame body may be built.
