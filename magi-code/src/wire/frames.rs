@@ -98,7 +98,7 @@ macro_rules! events {
             /// written by hand, so the compiler and the schema check its shape).
             #[must_use]
             pub fn into_data(self) -> Value {
-                match self { $(Self::$v(d) => super::body(&d),)* }
+                match self { $(Self::$v(d) => super::common::body(&d),)* }
             }
         }
 

@@ -15,17 +15,11 @@ pub mod results;
 pub mod tool_cards;
 pub mod ts;
 
+pub use common::body;
 pub use diagnostics::DiagnosticCode;
 pub use frames::{
     schema, Call, Event, EventFrame, RequestFrame, ResponseBody, ResponseFrame, EVENTS, METHODS,
 };
-
-/// A frame body (a result, an event's data) as JSON: its `wire` type, serialized, so the
-/// compiler and the schema check its shape rather than a hand-written `json!`.
-#[must_use]
-pub fn body<T: serde::Serialize>(value: &T) -> serde_json::Value {
-    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
-}
 
 /// The schema as committed: pretty JSON, keys in byte order, one final LF.
 #[must_use]

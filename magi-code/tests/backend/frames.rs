@@ -18,7 +18,7 @@ use std::fs;
 use std::path::Path;
 
 /// Files (relative to `src`) that build frame bodies and no other JSON: none may use `json!`.
-const FRAMED: [&str; 11] = [
+const FRAMED: [&str; 12] = [
     "agent/emit.rs",
     "agent/segment.rs",
     "agent/turn_loop.rs",
@@ -26,6 +26,7 @@ const FRAMED: [&str; 11] = [
     "agent/client_tool.rs",
     "agent/outcome.rs",
     "session/mod.rs",
+    "session/page.rs",
     "catalog/status.rs",
     "worker/mod.rs",
     "discovery/discover.rs",
