@@ -18,7 +18,7 @@ use std::fs;
 use std::path::Path;
 
 /// Files (relative to `src`) that build frame bodies and no other JSON: none may use `json!`.
-const FRAMED: [&str; 16] = [
+const FRAMED: [&str; 17] = [
     "agent/emit.rs",
     "agent/segment.rs",
     "agent/turn_loop.rs",
@@ -27,6 +27,7 @@ const FRAMED: [&str; 16] = [
     "agent/outcome.rs",
     "session/mod.rs",
     "session/page.rs",
+    "session/selection.rs",
     "catalog/status.rs",
     "worker/mod.rs",
     "discovery/discover.rs",
