@@ -10,7 +10,10 @@ use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
 use crate::tools::ToolRegistry;
 use crate::util::cancel::Cancel;
-use crate::wire::events::{self as wire, ActivityData, DiagnosticData, MessageDeltaData};
+use crate::wire::common::True;
+use crate::wire::events::{
+    self as wire, ActivityData, DiagnosticData, InputPersistedData, MessageDeltaData,
+};
 use crate::wire::{DiagnosticCode, Event};
 use io_driver::EventSink;
 use protocol_core::{ErrorCode, WorkerEvent};
@@ -165,6 +168,18 @@ impl<'a> RunOutput<'a> {
             self.output_lost = true;
             self.ctx.cancel.cancel();
         }
+    }
+
+    /// Sends `input.persisted` (critical): the prompt `message_id` is durable at `revision`.
+    pub fn input_persisted(&mut self, message_id: String, revision: String) {
+        let (session_id, run_id) = self.ids();
+        self.critical(Event::InputPersisted(InputPersistedData {
+            session_id,
+            run_id,
+            message_id,
+            durable: True,
+            revision,
+        }));
     }
 
     /// Sends a `diagnostic` event (critical): a code and a fixed, sanitized summary.

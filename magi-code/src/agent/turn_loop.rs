@@ -17,9 +17,7 @@ use crate::session;
 use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::redact::sanitize_text;
-use crate::wire::common::True;
-use crate::wire::events::InputPersistedData;
-use crate::wire::{DiagnosticCode, Event};
+use crate::wire::DiagnosticCode;
 use protocol_core::limits::RUN_ACTIVITIES;
 use protocol_core::ErrorCode;
 use serde_json::Value;
@@ -193,14 +191,7 @@ pub fn execute(
             .as_mut()
             .map_or_else(fresh_revision, |a| session::acknowledge(&out.ctx.rt, a))
     };
-    let (session_id, run_id) = out.ids();
-    out.critical(Event::InputPersisted(InputPersistedData {
-        session_id,
-        run_id,
-        message_id: input_id,
-        durable: True,
-        revision,
-    }));
+    out.input_persisted(input_id, revision);
     // Tools an MCP server listed but that are not offered (decisions.md 37): once per child,
     // in its first run, as there is no `magi-code mcp list` to show them yet.
     if out.subagent.is_none() {
