@@ -6,8 +6,10 @@ use super::client_calls::{CallEnd, CLIENT_TOOL_TIMEOUT};
 use super::emit::RunOutput;
 use crate::tools::outcome::bound_output;
 use crate::tools::ToolOutcome;
+use crate::wire::events::{ClientToolCallData, ClientToolCancelData};
+use crate::wire::Event;
 use protocol_core::limits::CLIENT_TOOL_INPUT_BYTES;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Asks the client to run its tool `name` and waits for the answer (at most the advertised
 /// `client_tool_timeout_ms`; the wait itself is tested in `client_calls`).
@@ -17,13 +19,21 @@ pub fn run(out: &mut RunOutput<'_>, name: &str, input: &Value) -> ToolOutcome {
         // Fails without an event: the client never sees an input over its bound.
         return ToolOutcome::fail("invalid input: larger than the client tool input bound");
     }
+    let Some(input) = input.as_object() else {
+        // `prepare` refuses a non-object input first; the wire's `input` is an object.
+        return ToolOutcome::fail("invalid input: not an object");
+    };
     let calls = out.ctx.client_calls;
     let call_id = uuid::Uuid::new_v4().hyphenated().to_string();
     calls.open(&out.run_id, &call_id);
-    out.critical(
-        "client.tool.call",
-        json!({ "call_id": call_id, "name": name, "input": input }),
-    );
+    let (session_id, run_id) = out.ids();
+    out.critical(Event::ClientToolCall(ClientToolCallData {
+        session_id,
+        run_id,
+        call_id: call_id.clone(),
+        name: name.to_owned(),
+        input: input.clone(),
+    }));
     let cancel = out.ctx.cancel;
     let end = calls.wait(&call_id, CLIENT_TOOL_TIMEOUT, &|| cancel.is_cancelled());
     match end {
@@ -37,7 +47,12 @@ pub fn run(out: &mut RunOutput<'_>, name: &str, input: &Value) -> ToolOutcome {
             details: crate::tools::outcome::ToolDetails::None,
         },
         CallEnd::TimedOut | CallEnd::Cancelled => {
-            out.critical("client.tool.cancel", json!({ "call_id": call_id }));
+            let (session_id, run_id) = out.ids();
+            out.critical(Event::ClientToolCancel(ClientToolCancelData {
+                session_id,
+                run_id,
+                call_id,
+            }));
             if end == CallEnd::TimedOut {
                 ToolOutcome::fail("timed out: the client did not answer")
             } else {

@@ -288,10 +288,8 @@ pub fn overflowed(f: StepFailure, estimate: u64, window: u64) -> StepFailure {
 }
 
 fn activity(out: &mut RunOutput<'_>, id: &str, state: ActivityState, summary: &str) -> Record {
-    out.critical(
-        "activity",
-        json!({"activity_id": id, "kind": "compaction", "state": state.as_str(), "name": "compaction", "summary": summary}),
-    );
+    let event = out.activity_event(id, ActivityKind::Compaction, state, "compaction", summary);
+    out.critical(event);
     out.record(Body::Activity {
         run_id: out.run_id.clone(),
         activity_id: id.to_owned(),

@@ -3,16 +3,21 @@
 
 use super::approvals::Approvals;
 use super::client_calls::ClientCalls;
+use super::outcome::Finished;
 use super::subagent::Quiet;
-use crate::history::{Body, Record};
+use crate::history::{ActivityKind, ActivityState, Body, Record};
 use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
 use crate::tools::ToolRegistry;
 use crate::util::cancel::Cancel;
-use crate::wire::DiagnosticCode;
+use crate::wire::common::True;
+use crate::wire::events::{
+    self as wire, ActivityData, DiagnosticData, InputPersistedData, MessageDeltaData,
+};
+use crate::wire::{DiagnosticCode, Event};
 use io_driver::EventSink;
 use protocol_core::{ErrorCode, WorkerEvent};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -103,26 +108,60 @@ impl<'a> RunOutput<'a> {
         room
     }
 
-    /// Adds the session and run IDs every run event carries.
+    /// The session and run IDs every run event carries, owned for a `wire::events` value.
     #[must_use]
-    pub fn data(&self, mut fields: Value) -> Value {
-        if let Some(o) = fields.as_object_mut() {
-            o.insert("session_id".into(), json!(self.session_id));
-            o.insert("run_id".into(), json!(self.run_id));
-        }
-        fields
+    pub fn ids(&self) -> (String, String) {
+        (self.session_id.clone(), self.run_id.clone())
+    }
+
+    /// The `run.finished` data of this run: [`Finished`] with its IDs.
+    #[must_use]
+    pub fn finished_data(&self, finished: &Finished) -> Value {
+        let (session_id, run_id) = self.ids();
+        Event::RunFinished(finished.to_data(session_id, run_id)).into_data()
+    }
+
+    /// The `activity` event of this run for an activity record's fields.
+    #[must_use]
+    pub fn activity_event(
+        &self,
+        activity_id: &str,
+        kind: ActivityKind,
+        state: ActivityState,
+        name: &str,
+        summary: &str,
+    ) -> Event {
+        let (session_id, run_id) = self.ids();
+        Event::Activity(ActivityData {
+            session_id,
+            run_id,
+            activity_id: activity_id.to_owned(),
+            kind: match kind {
+                ActivityKind::Tool => wire::ActivityKind::Tool,
+                ActivityKind::Subagent => wire::ActivityKind::Subagent,
+                ActivityKind::Compaction => wire::ActivityKind::Compaction,
+            },
+            state: match state {
+                ActivityState::Started => wire::ActivityState::Started,
+                ActivityState::Completed => wire::ActivityState::Completed,
+                ActivityState::Failed => wire::ActivityState::Failed,
+            },
+            name: name.to_owned(),
+            summary: summary.to_owned(),
+        })
     }
 
     /// Sends an event that must arrive; if it cannot within [`CRITICAL_WAIT`], the run is
     /// cancelled and will end `output_unavailable`.
-    pub fn critical(&mut self, name: &str, fields: Value) {
-        if self.output_lost || (self.subagent.is_some() && name != "approval.requested") {
+    pub fn critical(&mut self, event: Event) {
+        let approval = matches!(event, Event::ApprovalRequested(_));
+        if self.output_lost || (self.subagent.is_some() && !approval) {
             return;
         }
         let ev = WorkerEvent::RunEvent {
             run_id: self.run_id.clone(),
-            name: name.into(),
-            data: self.data(fields),
+            name: event.name().into(),
+            data: event.into_data(),
             critical: true,
         };
         if !self.ctx.sink.send_timeout(ev, CRITICAL_WAIT) {
@@ -131,16 +170,31 @@ impl<'a> RunOutput<'a> {
         }
     }
 
+    /// Sends `input.persisted` (critical): the prompt `message_id` is durable at `revision`.
+    pub fn input_persisted(&mut self, message_id: String, revision: String) {
+        let (session_id, run_id) = self.ids();
+        self.critical(Event::InputPersisted(InputPersistedData {
+            session_id,
+            run_id,
+            message_id,
+            durable: True,
+            revision,
+        }));
+    }
+
     /// Sends a `diagnostic` event (critical): a code and a fixed, sanitized summary.
     pub fn diagnostic(&mut self, code: DiagnosticCode, summary: &str) {
         let summary = crate::util::text::bounded(
             &crate::util::redact::sanitize_text(summary),
             protocol_core::limits::SUMMARY_BYTES,
         );
-        self.critical(
-            "diagnostic",
-            json!({ "code": code.as_str(), "summary": summary }),
-        );
+        let (session_id, run_id) = self.ids();
+        self.critical(Event::Diagnostic(DiagnosticData {
+            session_id,
+            run_id,
+            code: code.as_str().to_owned(),
+            summary,
+        }));
     }
 
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
@@ -166,11 +220,18 @@ impl<'a> RunOutput<'a> {
     }
 
     fn delta_event(&self, message_id: &str, part: usize, text: &str) -> WorkerEvent {
-        let data = self.data(json!({ "message_id": message_id, "part": part, "text": text }));
+        let (session_id, run_id) = self.ids();
+        let event = Event::MessageDelta(MessageDeltaData {
+            session_id,
+            run_id,
+            message_id: message_id.to_owned(),
+            part: part as u64,
+            text: text.to_owned(),
+        });
         WorkerEvent::RunEvent {
             run_id: self.run_id.clone(),
-            name: "message.delta".into(),
-            data,
+            name: event.name().into(),
+            data: event.into_data(),
             critical: false,
         }
     }

@@ -111,7 +111,7 @@ pub fn run_turn(
         ctx.sink.send_timeout(
             WorkerEvent::RunFinished {
                 run_id: out.run_id.clone(),
-                data: out.data(finished.to_value()),
+                data: out.finished_data(&finished),
                 view,
             },
             CRITICAL_WAIT,
@@ -156,7 +156,7 @@ pub fn run_turn(
     ctx.sink.send_timeout(
         WorkerEvent::RunFinished {
             run_id: out.run_id.clone(),
-            data: out.data(finished.to_value()),
+            data: out.finished_data(&finished),
             view,
         },
         CRITICAL_WAIT,

@@ -1,8 +1,8 @@
 //! How a run ended, as `run.finished` reports it.
 
 pub use crate::history::RunOutcome;
+use crate::wire::events::{self as wire, Outcome, RunFinishedData};
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
 
 /// What became of a run's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,14 +41,24 @@ pub struct Finished {
 }
 
 impl Finished {
-    /// The `run.finished` fields besides `session_id` and `run_id`.
+    /// The `run.finished` data of run `run_id` of `session_id`.
     #[must_use]
-    pub fn to_value(&self) -> Value {
-        json!({
-            "outcome": self.outcome.as_str(),
-            "persistence": self.persistence.as_str(),
-            "revision": self.revision,
-            "error_code": self.error_code.map(ErrorCode::as_str),
-        })
+    pub fn to_data(&self, session_id: String, run_id: String) -> RunFinishedData {
+        RunFinishedData {
+            session_id,
+            run_id,
+            outcome: match self.outcome {
+                RunOutcome::Completed => Outcome::Completed,
+                RunOutcome::Cancelled => Outcome::Cancelled,
+                RunOutcome::Failed => Outcome::Failed,
+            },
+            persistence: match self.persistence {
+                Persistence::Durable => wire::Persistence::Durable,
+                Persistence::Degraded => wire::Persistence::Degraded,
+                Persistence::NotStarted => wire::Persistence::NotStarted,
+            },
+            revision: self.revision.clone(),
+            error_code: self.error_code.map(|c| c.as_str().to_owned()),
+        }
     }
 }

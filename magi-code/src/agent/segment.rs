@@ -6,8 +6,9 @@ use crate::history::room::Entry;
 use crate::history::{Body, Record};
 use crate::util::redact::Redactor;
 use crate::util::text::live_chunks;
+use crate::wire::events::MessageReconcileData;
+use crate::wire::Event;
 use protocol_core::limits::LIVE_CHUNK_BYTES;
-use serde_json::json;
 
 /// How long a full chunk of coalesced delta text waits for channel room before it is dropped.
 const FULL_CHUNK_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
@@ -113,10 +114,16 @@ pub fn close_segment(
     let parts = live_chunks(&seg.text, 1, LIVE_CHUNK_BYTES);
     let last = parts.len() - 1;
     for (i, p) in parts.iter().enumerate() {
-        out.critical(
-            "message.reconcile",
-            json!({ "message_id": seg.id, "part": i, "text": p, "last_part": i == last, "partial": partial }),
-        );
+        let (session_id, run_id) = out.ids();
+        out.critical(Event::MessageReconcile(MessageReconcileData {
+            session_id,
+            run_id,
+            message_id: seg.id.clone(),
+            part: i as u64,
+            text: (*p).to_owned(),
+            last_part: i == last,
+            partial,
+        }));
     }
     records.push(out.record(Body::AssistantMessage {
         run_id: out.run_id.clone(),

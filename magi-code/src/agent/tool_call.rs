@@ -11,9 +11,10 @@ use crate::tools::outcome::bound_output;
 use crate::tools::{self, Card, CardStatus, ToolClass, ToolKind, ToolOutcome};
 use crate::util::redact::{safe_name, sanitize_text};
 use crate::util::text::bounded;
-use crate::wire::DiagnosticCode;
+use crate::wire::events::{ApprovalRequestedData, ToolCardData};
+use crate::wire::{self, DiagnosticCode, Event};
 use protocol_core::limits::SUMMARY_BYTES;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn activity(
     out: &RunOutput<'_>,
@@ -21,14 +22,14 @@ fn activity(
     state: ActivityState,
     name: &str,
     summary: &str,
-) -> (Value, Record) {
+) -> (Event, Record) {
     // `task` calls are the `subagent` activity (`decisions.md` 33).
-    let (kind, wire) = if out.tools.lookup(name) == Some(ToolKind::Task) {
-        (ActivityKind::Subagent, "subagent")
+    let kind = if out.tools.lookup(name) == Some(ToolKind::Task) {
+        ActivityKind::Subagent
     } else {
-        (ActivityKind::Tool, "tool")
+        ActivityKind::Tool
     };
-    let event = json!({ "activity_id": id, "kind": wire, "state": state.as_str(), "name": name, "summary": summary });
+    let event = out.activity_event(id, kind, state, name, summary);
     let record = out.record(Body::Activity {
         run_id: out.run_id.clone(),
         activity_id: id.to_owned(),
@@ -44,10 +45,19 @@ fn activity(
 /// sends it as a `tool.card` event right after the `activity` event.
 fn card(out: &mut RunOutput<'_>, id: &str, card: Value, records: &mut Vec<Record>) {
     if out.ctx.rt.tool_cards {
-        out.critical(
-            "tool.card",
-            json!({ "activity_id": id, "card": card.clone() }),
-        );
+        // `tools::card` bounds the card as JSON; the wire type checks its shape.
+        match serde_json::from_value::<wire::tool_cards::Card>(card.clone()) {
+            Ok(card) => {
+                let (session_id, run_id) = out.ids();
+                out.critical(Event::ToolCard(ToolCardData {
+                    session_id,
+                    run_id,
+                    activity_id: id.to_owned(),
+                    card,
+                }));
+            }
+            Err(_) => debug_assert!(false, "a card outside the wire's shapes"),
+        }
     }
     records.push(out.record(Body::ToolCard {
         run_id: out.run_id.clone(),
@@ -158,7 +168,7 @@ fn start(
         described.clone()
     };
     let (event, record) = activity(out, &activity_id, ActivityState::Started, &shown, &started);
-    out.critical("activity", event);
+    out.critical(event);
     records.push(record);
     // Client tools (`client.tools`) get `Card::client`; every other name is classified here.
     let shown_card = if client {
@@ -208,10 +218,14 @@ fn policy_and_approval(
         Some(Policy::Ask) => {
             let approval_id = uuid::Uuid::new_v4().hyphenated().to_string();
             ctx.approvals.open(&out.run_id, &approval_id);
-            out.critical(
-                "approval.requested",
-                json!({ "approval_id": approval_id, "summary": described, "expires_in_ms": protocol_core::limits::APPROVAL_EXPIRY_MS }),
-            );
+            let (session_id, run_id) = out.ids();
+            out.critical(Event::ApprovalRequested(ApprovalRequestedData {
+                session_id,
+                run_id,
+                approval_id: approval_id.clone(),
+                summary: described.to_owned(),
+                expires_in_ms: protocol_core::limits::APPROVAL_EXPIRY_MS,
+            }));
             let cancel = ctx.cancel;
             match ctx
                 .approvals
@@ -277,7 +291,7 @@ pub fn complete(
     };
     let summary = bounded(&sanitize_text(&summary), SUMMARY_BYTES);
     let (event, record) = activity(out, &p.activity_id, state, &p.shown, &summary);
-    out.critical("activity", event);
+    out.critical(event);
     records.push(record);
     card(out, &p.activity_id, shown_card, records);
     if let Some(((name, input), ok)) = post {

@@ -20,7 +20,7 @@ use crate::util::redact::sanitize_text;
 use crate::wire::DiagnosticCode;
 use protocol_core::limits::RUN_ACTIVITIES;
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 /// What a turn sends besides the conversation.
@@ -191,10 +191,7 @@ pub fn execute(
             .as_mut()
             .map_or_else(fresh_revision, |a| session::acknowledge(&out.ctx.rt, a))
     };
-    out.critical(
-        "input.persisted",
-        json!({ "message_id": input_id, "durable": true, "revision": revision }),
-    );
+    out.input_persisted(input_id, revision);
     // Tools an MCP server listed but that are not offered (decisions.md 37): once per child,
     // in its first run, as there is no `magi-code mcp list` to show them yet.
     if out.subagent.is_none() {

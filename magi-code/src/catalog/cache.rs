@@ -254,6 +254,15 @@ mod tests {
     }
 
     #[test]
+    fn every_effort_a_cache_may_list_has_its_wire_value() {
+        for name in EFFORTS.iter().chain(&["default"]) {
+            let wire = super::super::effort::wire_effort(name).expect(name);
+            assert_eq!(serde_json::to_value(wire).unwrap(), *name);
+        }
+        assert_eq!(super::super::effort::wire_effort("turbo"), None);
+    }
+
+    #[test]
     fn efforts_come_from_the_model_entry_or_are_unknown() {
         let (_d, rt) = setup(
             50_000,

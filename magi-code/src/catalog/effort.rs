@@ -1,6 +1,7 @@
 //! Effort support of a model and the stable selection ID of a provider/model tuple.
 
 use crate::util::ids::hex;
+use crate::wire::results as wire;
 use sha2::{Digest, Sha256};
 
 /// Whether a model takes an explicit effort (`backend.md` "Model catalog cache").
@@ -25,6 +26,16 @@ impl EffortSupport {
         }
     }
 
+    /// The wire value.
+    #[must_use]
+    pub const fn wire(self) -> wire::EffortSupport {
+        match self {
+            Self::Unknown => wire::EffortSupport::Unknown,
+            Self::Unsupported => wire::EffortSupport::Unsupported,
+            Self::Supported => wire::EffortSupport::Supported,
+        }
+    }
+
     /// Parses a wire name.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
@@ -35,6 +46,21 @@ impl EffortSupport {
             _ => return None,
         })
     }
+}
+
+/// The wire value of an effort name (`default` or a level the cache may list); `None` for
+/// any other name, which the cache reader never admits.
+#[must_use]
+pub fn wire_effort(name: &str) -> Option<wire::Effort> {
+    Some(match name {
+        "default" => wire::Effort::Default,
+        "low" => wire::Effort::Low,
+        "medium" => wire::Effort::Medium,
+        "high" => wire::Effort::High,
+        "xhigh" => wire::Effort::Xhigh,
+        "max" => wire::Effort::Max,
+        _ => return None,
+    })
 }
 
 /// Effort support and permitted efforts of a model whose explicit levels are `efforts`

@@ -15,16 +15,26 @@ pub use status::{status, ProviderState};
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
 use crate::util::paging::Snapshot;
+use crate::wire::common::CacheOnly;
+use crate::wire::results::ModelCatalogResult;
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn page(s: &Snapshot, start: usize, limit: u64) -> Value {
+    let envelope = crate::wire::body(&ModelCatalogResult {
+        revision: s.revision.clone(),
+        choices: Vec::new(),
+        next_cursor: None,
+        complete: false,
+        notices: s.notices.iter().map(|&n| n.to_owned()).collect(),
+        source: CacheOnly,
+    });
     s.page(
         start,
         limit,
         protocol_core::limits::CATALOG_PAGE_BYTES,
         "choices",
-        &json!({ "source": "cache_only" }),
+        envelope,
     )
 }
 

@@ -6,6 +6,7 @@ use crate::store::{replace_atomically, Sweep};
 use crate::util::cancel::Cancel;
 use crate::util::paging::Snapshot;
 use crate::util::time::{now_ms, rfc3339};
+use crate::wire::results::ModelRefreshResult;
 use protocol_core::limits::{CATALOG_FILE_BYTES, CATALOG_MODELS, CATALOG_STRING_BYTES};
 use protocol_core::ErrorCode;
 use serde_json::{json, Value};
@@ -46,7 +47,11 @@ pub fn refresh(
     if let Some(s) = snapshot.as_mut() {
         s.stale = true;
     }
-    Ok(json!({"provider": provider, "models": models.len(), "fetched_at": fetched_at}))
+    Ok(crate::wire::body(&ModelRefreshResult {
+        provider: provider.to_owned(),
+        models: models.len() as u64,
+        fetched_at,
+    }))
 }
 
 /// The provider's model list as bytes: one GET, bounded in time (10 s to connect, 30 s in

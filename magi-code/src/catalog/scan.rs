@@ -2,19 +2,19 @@
 //! serialized in byte order, and the fingerprint a continuation or `selection.set` must match.
 
 use super::cache::{read_cache, Cache, Model};
-use super::effort::{effort_support, selection_id};
+use super::effort::{effort_support, selection_id, wire_effort};
 use crate::config::settings::BUILTIN_PROVIDERS;
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
 use crate::util::notice::{self, Notice};
 use crate::util::redact::safe_name;
+use crate::wire::results::{Availability, Choice};
 use protocol_core::limits::{
     CATALOG_MODELS, CATALOG_SCAN_BYTES, CATALOG_SCAN_MS, CATALOG_SNAPSHOT_BYTES,
     CATALOG_STRING_BYTES,
 };
 use protocol_core::ErrorCode;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -127,15 +127,19 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
             let ready = provider_ready(&settings, &rt.root);
             hasher.update([u8::from(ready)]);
             let (support, permitted) = effort_support(m.efforts.as_deref());
-            let choice = json!({
-                "selection_id": selection_id(&provider, &m.id),
-                "provider": provider,
-                "model": m.id,
-                "provider_name": provider_display(&provider),
-                "model_name": m.name.as_deref().and_then(safe_name),
-                "availability": if ready { "available" } else { "authentication_unavailable" },
-                "effort_support": support.as_str(),
-                "permitted_efforts": permitted,
+            let choice = crate::wire::body(&Choice {
+                selection_id: selection_id(&provider, &m.id),
+                provider: provider.clone(),
+                model: m.id.clone(),
+                provider_name: provider_display(&provider).map(str::to_owned),
+                model_name: m.name.as_deref().and_then(safe_name),
+                availability: if ready {
+                    Availability::Available
+                } else {
+                    Availability::AuthenticationUnavailable
+                },
+                effort_support: support.wire(),
+                permitted_efforts: permitted.iter().filter_map(|e| wire_effort(e)).collect(),
             })
             .to_string();
             size += choice.len() + 1;

@@ -5,9 +5,10 @@ use super::scan::{enabled, providers};
 use crate::providers::api_key;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
+use crate::wire::results::{self as wire, ModelCatalogStatusResult, ProviderStatus};
 use protocol_core::limits::CATALOG_SCAN_BYTES;
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The catalog state of one provider.
@@ -28,6 +29,19 @@ pub enum ProviderState {
 }
 
 impl ProviderState {
+    /// The wire value.
+    #[must_use]
+    pub const fn wire(self) -> wire::ProviderState {
+        match self {
+            Self::Ready => wire::ProviderState::Ready,
+            Self::NotEnabled => wire::ProviderState::NotEnabled,
+            Self::CacheMissing => wire::ProviderState::CacheMissing,
+            Self::CacheInvalid => wire::ProviderState::CacheInvalid,
+            Self::CacheEmpty => wire::ProviderState::CacheEmpty,
+            Self::AuthenticationUnavailable => wire::ProviderState::AuthenticationUnavailable,
+        }
+    }
+
     /// The wire name.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -86,7 +100,15 @@ pub fn status(rt: &Runtime, cancel: &Cancel) -> Result<Value, ErrorCode> {
                 ),
             }
         };
-        out.push(json!({"provider": provider, "state": state.as_str(), "cached_models": count, "fetched_at": fetched}));
+        out.push(ProviderStatus {
+            provider: provider.to_owned(),
+            state: state.wire(),
+            cached_models: count as u64,
+            fetched_at: fetched,
+        });
     }
-    Ok(json!({"providers": out, "notices": []}))
+    Ok(crate::wire::body(&ModelCatalogStatusResult {
+        providers: out,
+        notices: Vec::new(),
+    }))
 }

@@ -6,12 +6,14 @@ use crate::runtime::Runtime;
 use crate::store::{ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
 use crate::util::notice::Notice;
+use crate::wire::common::True;
+use crate::wire::results::{SessionDiscoverResult, SessionEntry};
 use protocol_core::limits::{
     DISCOVER_CANDIDATES, DISCOVER_PAGE_BYTES, DISCOVER_SCAN_BYTES, DISCOVER_SCAN_LINES,
     DISCOVER_SCAN_MS, DISCOVER_SESSION_BYTES, DISCOVER_SESSION_LINES,
 };
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BinaryHeap;
 use std::fs;
 use std::time::{Duration, Instant};
@@ -36,11 +38,17 @@ pub fn discover(
         deadline: Instant::now() + Duration::from_millis(DISCOVER_SCAN_MS),
     };
     let notices_base = [Notice::SessionsOmittedInvalid];
-    let base = json!({ "sessions": [], "next_cursor": "x".repeat(protocol_core::limits::SESSION_ID_BYTES), "complete": false, "provisional": true, "notices": notices_base })
-        .to_string()
-        .len();
+    let base = crate::wire::body(&SessionDiscoverResult {
+        sessions: Vec::new(),
+        next_cursor: Some("x".repeat(protocol_core::limits::SESSION_ID_BYTES)),
+        complete: false,
+        provisional: True,
+        notices: codes(&notices_base),
+    })
+    .to_string()
+    .len();
     let mut size = base;
-    let mut out: Vec<Value> = Vec::new();
+    let mut out: Vec<SessionEntry> = Vec::new();
     let mut omitted = false;
     let mut last: Option<&SessionId> = None;
     let mut stopped_early = false;
@@ -61,7 +69,7 @@ pub fn discover(
         }
         match examine(rt, attached, &sessions, id, &mut budget, None) {
             Ok(Examined::Entry(e)) => {
-                let add = e.to_string().len() + usize::from(!out.is_empty());
+                let add = crate::wire::body(&e).to_string().len() + usize::from(!out.is_empty());
                 if size + add > DISCOVER_PAGE_BYTES {
                     stopped_early = true;
                     break;
@@ -88,9 +96,18 @@ pub fn discover(
     } else {
         vec![]
     };
-    Ok(
-        json!({ "sessions": out, "next_cursor": next, "complete": complete && next.is_none(), "provisional": true, "notices": notices }),
-    )
+    Ok(crate::wire::body(&SessionDiscoverResult {
+        sessions: out,
+        complete: complete && next.is_none(),
+        next_cursor: next,
+        provisional: True,
+        notices: codes(&notices),
+    }))
+}
+
+/// Notices as the result lists them, in the order given.
+fn codes(notices: &[Notice]) -> Vec<String> {
+    notices.iter().map(|n| n.as_str().to_owned()).collect()
 }
 
 /// The smallest [`DISCOVER_CANDIDATES`] history names after `cursor`, ascending, and whether

@@ -6,8 +6,8 @@ use crate::runtime::Runtime;
 use crate::store::{self, ReadError, SessionId, Sessions, Streamed};
 use crate::util::notice::Notice;
 use crate::util::time::rfc3339;
+use crate::wire::results::{Eligibility, SessionEntry};
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::time::Instant;
@@ -63,7 +63,7 @@ pub struct Budget {
 /// How one candidate was classified.
 pub enum Examined {
     /// Listed, with its entry.
-    Entry(Value),
+    Entry(SessionEntry),
     /// Valid, but of another workspace.
     Excluded,
     /// Failed validation.
@@ -132,24 +132,24 @@ pub fn examine(
     let unverified = parsed.cwds.is_empty();
     // Lease files of this child's own attachment do not make it busy to this child.
     let eligibility = if lease && !ours {
-        "busy"
+        Eligibility::Busy
     } else if unverified {
-        "cwd_unverified"
+        Eligibility::CwdUnverified
     } else {
-        "available"
+        Eligibility::Available
     };
     let notices: Vec<Notice> = if unverified {
         vec![Notice::CwdUnverified]
     } else {
         vec![]
     };
-    Ok(Examined::Entry(json!({
-        "session_id": id.as_str(),
-        "title": parsed.title.as_deref().and_then(display_title),
-        "updated_at": parsed.updated_ms.map(rfc3339),
-        "eligibility": eligibility,
-        "notices": notices,
-    })))
+    Ok(Examined::Entry(SessionEntry {
+        session_id: id.as_str().to_owned(),
+        title: parsed.title.as_deref().and_then(display_title),
+        updated_at: parsed.updated_ms.map(rfc3339),
+        eligibility,
+        notices: notices.iter().map(|n| n.as_str().to_owned()).collect(),
+    }))
 }
 
 /// Feeds one history into the `session.list` scan's fingerprint: its name, the file's

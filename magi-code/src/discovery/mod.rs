@@ -11,13 +11,14 @@ use crate::store::{ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
 use crate::util::notice::{self, Notice};
 use crate::util::paging::Snapshot;
+use crate::wire::results::SessionListResult;
 use examine::{examine, history_stem, inventory, Budget, Examined};
 use protocol_core::limits::{
     DISCOVERY_DIRECTORY_ENTRIES, DISCOVERY_SCAN_BYTES, DISCOVERY_SCAN_LINES, DISCOVERY_SCAN_MS,
     DISCOVERY_SESSIONS, DISCOVERY_SESSION_BYTES, DISCOVERY_SESSION_LINES,
 };
 use protocol_core::ErrorCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -69,7 +70,7 @@ fn scan_with(
             return Err(ErrorCode::DiscoveryLimit);
         }
         match examine(rt, attached, &sessions, id, &mut budget, Some(&mut hasher)) {
-            Ok(Examined::Entry(e)) => entries.push(e.to_string()),
+            Ok(Examined::Entry(e)) => entries.push(crate::wire::body(&e).to_string()),
             Ok(Examined::Excluded) => {}
             Ok(Examined::Invalid) => omitted_invalid = true,
             Err(ReadError::Missing) => return Err(ErrorCode::StaleRevision),
@@ -95,12 +96,19 @@ fn scan_with(
 }
 
 fn page(snap: &Snapshot, start: usize, limit: u64) -> Value {
+    let envelope = crate::wire::body(&SessionListResult {
+        revision: snap.revision.clone(),
+        sessions: Vec::new(),
+        next_cursor: None,
+        complete: false,
+        notices: snap.notices.iter().map(|&n| n.to_owned()).collect(),
+    });
     snap.page(
         start,
         limit,
         protocol_core::limits::DISCOVERY_PAGE_BYTES,
         "sessions",
-        &json!({}),
+        envelope,
     )
 }
 
@@ -164,6 +172,7 @@ pub fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::fs;
 
     fn runtime() -> (tempfile::TempDir, Runtime) {

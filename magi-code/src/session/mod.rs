@@ -18,10 +18,12 @@ use crate::runtime::Runtime;
 use crate::store::{Lease, LeaseError, LeaseKind, SessionId, Sessions};
 use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
+use crate::util::notice::Notice;
+use crate::wire::results::SessionResult;
 use load::load;
 use protocol_core::ErrorCode;
 use selection::restore;
-use serde_json::json;
+use serde_json::Value;
 use std::fs;
 
 /// The state of a new, empty history, projecting cards when `tool.cards` was negotiated.
@@ -43,11 +45,21 @@ pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
         snapshot: Snapshot::empty(),
         turns: 0,
     };
-    let result = json!({ "session_id": a.id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
+    let result = session_result(a.id.as_str(), false, &a.snapshot.revision, &[]);
     // The previous attachment (and its lease) is released only now that the new one exists.
     st.attachment = Some(a);
     st.selection = Some(Selection::startup(rt));
     Ok((result, Some(view(rt, st))))
+}
+
+/// The `session.create`/`session.open` result, notices in the order found.
+fn session_result(id: &str, durable: bool, revision: &str, notices: &[Notice]) -> Value {
+    crate::wire::body(&SessionResult {
+        session_id: id.to_owned(),
+        durable,
+        revision: revision.to_owned(),
+        notices: notices.iter().map(|n| n.as_str().to_owned()).collect(),
+    })
 }
 
 /// `session.open`: exact ID only; the previous attachment stays intact on any failure.
@@ -62,7 +74,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
             // Same-child reopen of a lazy handle.
             a.snapshot = Snapshot::empty();
             a.history = Some(fresh_history(rt, &id));
-            let result = json!({ "session_id": id.as_str(), "durable": false, "revision": a.snapshot.revision, "notices": [] });
+            let result = session_result(id.as_str(), false, &a.snapshot.revision, &[]);
             st.selection = Some(Selection::startup(rt));
             return Ok((result, Some(view(rt, st))));
         }
@@ -78,7 +90,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         };
         a.turns = loaded.history.summary().turns;
         a.history = Some(loaded.history);
-        let result = json!({ "session_id": id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
+        let result = session_result(id.as_str(), true, &a.snapshot.revision, &notices);
         st.selection = Some(selection);
         return Ok((result, Some(view(rt, st))));
     }
@@ -113,7 +125,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         turns: loaded.history.summary().turns,
         history: Some(loaded.history),
     };
-    let result = json!({ "session_id": a.id.as_str(), "durable": true, "revision": a.snapshot.revision, "notices": notices });
+    let result = session_result(a.id.as_str(), true, &a.snapshot.revision, &notices);
     st.attachment = Some(a);
     st.selection = Some(selection);
     Ok((result, Some(view(rt, st))))

@@ -5,9 +5,10 @@ use crate::history::PAGE_ENTRIES;
 use crate::runtime::Runtime;
 use crate::store::Sessions;
 use crate::util::paging;
+use crate::wire::results::HistoryPageResult;
 use protocol_core::limits::HISTORY_PAGE_BYTES;
 use protocol_core::ErrorCode;
-use serde_json::json;
+use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
@@ -51,14 +52,21 @@ pub fn page(
         Some(c) => paging::parse_cursor(c, &snap.revision, entries.len())
             .ok_or(ErrorCode::StaleRevision)?,
     };
-    let base = paging::base_bytes(
-        json!({ "session_id": session_id, "revision": snap.revision, "entries": [], "complete": false }),
-    );
+    // The envelope is the wire type; the entries are the projection's serialized parts.
+    let envelope = |next_cursor, complete| {
+        crate::wire::body(&HistoryPageResult {
+            session_id: session_id.to_owned(),
+            revision: snap.revision.clone(),
+            entries: Vec::new(),
+            next_cursor,
+            complete,
+        })
+    };
+    let base = paging::base_bytes(envelope(None, false));
     let end = paging::end(entries, start, PAGE_ENTRIES, base, HISTORY_PAGE_BYTES);
     let next = paging::cursor(end, entries.len(), &snap.revision);
     let complete = next.is_none() && snap.projection.complete;
-    Ok((
-        json!({ "session_id": session_id, "revision": snap.revision, "entries": paging::values(&entries[start..end]), "next_cursor": next, "complete": complete }),
-        None,
-    ))
+    let mut result = envelope(next, complete);
+    result["entries"] = Value::Array(paging::values(&entries[start..end]));
+    Ok((result, None))
 }

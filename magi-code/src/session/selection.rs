@@ -4,6 +4,7 @@
 use super::append::{append, refresh};
 use super::state::{OpResult, Selection, SessionState};
 use crate::catalog::cache::efforts;
+use crate::catalog::effort::wire_effort;
 use crate::catalog::{effort_support, scan, EffortSupport};
 use crate::history::{Body, Record, Summary};
 use crate::providers::provider_ready;
@@ -12,10 +13,12 @@ use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::notice::Notice;
 use crate::util::redact::safe_name;
+use crate::wire::common::{ScopeSession, True};
+use crate::wire::results as wire;
 use protocol_core::limits::SELECTION_APPEND_BYTES;
 use protocol_core::methods::EffortRequest;
 use protocol_core::{ErrorCode, ReadyView};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 impl Selection {
     /// The startup selection of the admitted settings, with a fresh revision and its effort
@@ -69,6 +72,13 @@ impl Selection {
     /// The `status.selection` object.
     #[must_use]
     pub fn to_value(&self) -> Value {
+        crate::wire::body(&self.to_wire())
+    }
+
+    /// The selection object as its wire type (efforts are names the cache, the settings and
+    /// the history reader admit, so each has its `wire::Effort`).
+    #[must_use]
+    pub fn to_wire(&self) -> wire::Selection {
         let (support, permitted) = effort_support(self.efforts.as_deref());
         // Supported controls resolve to the requested effort when it is permitted (a saved
         // request that no longer applies falls back to no override); otherwise null.
@@ -79,15 +89,15 @@ impl Selection {
                 "default".to_owned()
             }
         });
-        json!({
-            "revision": self.revision,
-            "provider": safe_name(&self.provider),
-            "model": safe_name(&self.model),
-            "requested_effort": self.requested_effort,
-            "effective_effort": effective,
-            "effort_support": support.as_str(),
-            "permitted_efforts": permitted,
-        })
+        wire::Selection {
+            revision: self.revision.clone(),
+            provider: safe_name(&self.provider),
+            model: safe_name(&self.model),
+            requested_effort: wire_effort(&self.requested_effort).unwrap_or(wire::Effort::Default),
+            effective_effort: effective.as_deref().and_then(wire_effort),
+            effort_support: support.wire(),
+            permitted_efforts: permitted.iter().filter_map(|e| wire_effort(e)).collect(),
+        }
     }
 }
 
@@ -248,18 +258,18 @@ pub fn select(
         revision: fresh_revision(),
         efforts,
     };
-    let value = selection.to_value();
+    let value = selection.to_wire();
     st.selection = Some(selection);
     let view = view(rt, st);
     Ok((
-        json!({
-            "session_id": session_id,
-            "selection": value,
-            "catalog_revision": catalog_revision,
-            "scope": "session",
-            "durable": true,
-            "history_revision": history_revision,
-            "notices": notices,
+        crate::wire::body(&wire::SelectionSetResult {
+            session_id: session_id.to_owned(),
+            selection: value,
+            catalog_revision: catalog_revision.to_owned(),
+            scope: ScopeSession,
+            durable: True,
+            history_revision,
+            notices: notices.iter().map(|n| n.as_str().to_owned()).collect(),
         }),
         Some(view),
     ))
@@ -364,6 +374,7 @@ fn preferences_record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::fs;
 
     fn write_cache(root: &std::path::Path, efforts: &Value) {

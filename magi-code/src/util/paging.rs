@@ -108,8 +108,8 @@ impl Snapshot {
     }
 
     /// The page starting at `start`, at most `limit` entries and `max_bytes` serialized:
-    /// `entries_key` holds the entries, `extra` the result's other members besides
-    /// `revision`, `complete`, `next_cursor` and `notices`.
+    /// `envelope` is the result without entries (the caller's `wire` result type, serialized),
+    /// and this fills in `entries_key`, `complete` and `next_cursor`.
     #[must_use]
     pub fn page(
         &self,
@@ -117,16 +117,11 @@ impl Snapshot {
         limit: u64,
         max_bytes: usize,
         entries_key: &str,
-        extra: &Value,
+        envelope: Value,
     ) -> Value {
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        let mut result = serde_json::json!({
-            "revision": self.revision,
-            "complete": false,
-            "notices": self.notices,
-        });
-        if let (Some(o), Some(x)) = (result.as_object_mut(), extra.as_object()) {
-            o.extend(x.clone());
+        let mut result = envelope;
+        if let Some(o) = result.as_object_mut() {
             o.insert(entries_key.into(), Value::Array(Vec::new()));
         }
         let end = end(

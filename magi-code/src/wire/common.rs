@@ -281,3 +281,10 @@ impl JsonSchema for Version {
         json_schema!({ "type": "integer", "const": VERSION })
     }
 }
+
+/// A frame body (a result, an event's data) as JSON: its `wire` type, serialized, so the
+/// compiler and the schema check its shape rather than a hand-written `json!`.
+#[must_use]
+pub fn body<T: Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}

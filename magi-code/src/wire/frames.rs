@@ -87,6 +87,21 @@ macro_rules! events {
         /// Every event name.
         pub const EVENTS: &[&str] = &[$($name,)*];
 
+        impl Event {
+            /// The event's name, as the frame's `event` member carries it.
+            #[must_use]
+            pub const fn name(&self) -> &'static str {
+                match self { $(Self::$v(_) => $name,)* }
+            }
+
+            /// The event's `data` object: its type, serialized (the frame's body is never
+            /// written by hand, so the compiler and the schema check its shape).
+            #[must_use]
+            pub fn into_data(self) -> Value {
+                match self { $(Self::$v(d) => super::common::body(&d),)* }
+            }
+        }
+
         fn event_schemas(g: &mut SchemaGenerator) -> Vec<(&'static str, Value)> {
             vec![$(($name, g.subschema_for::<$data>().to_value()),)*]
         }

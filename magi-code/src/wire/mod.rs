@@ -15,6 +15,7 @@ pub mod results;
 pub mod tool_cards;
 pub mod ts;
 
+pub use common::body;
 pub use diagnostics::DiagnosticCode;
 pub use frames::{
     schema, Call, Event, EventFrame, RequestFrame, ResponseBody, ResponseFrame, EVENTS, METHODS,

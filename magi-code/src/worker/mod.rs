@@ -13,6 +13,8 @@ use crate::session::{self, Selection};
 use crate::startup::{self, LaunchEnv};
 use crate::util::cancel::Cancel;
 use crate::util::clock::RealClock;
+use crate::wire::common::True;
+use crate::wire::results::RecordedResult;
 use io_driver::{Backend, EventSink};
 use protocol_core::{
     ClientToolDef, ErrorCode, OpOutcome, Request, RequestId, WorkerCommand, WorkerEvent,
@@ -29,6 +31,11 @@ const MCP_TEARDOWN: std::time::Duration =
 /// How long cleanup lets running title requests end on their own before cancelling them
 /// (well inside the cleanup wait, beside the MCP teardown).
 const TITLE_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The result of an answer that was recorded (`approval.answer`, `client.tool.result`).
+fn recorded() -> serde_json::Value {
+    crate::wire::body(&RecordedResult { recorded: True })
+}
 
 struct Running {
     cancel: Arc<Cancel>,
@@ -322,7 +329,7 @@ impl Backend for Workers {
                 allow,
             } => {
                 let outcome = if self.shared.approvals.answer(&run_id, &approval_id, allow) {
-                    OpOutcome::Result(serde_json::json!({ "recorded": true }))
+                    OpOutcome::Result(recorded())
                 } else {
                     OpOutcome::Error(ErrorCode::StaleApproval)
                 };
@@ -340,7 +347,7 @@ impl Backend for Workers {
                     .client_calls
                     .answer(&run_id, &call_id, ok, output)
                 {
-                    OpOutcome::Result(serde_json::json!({ "recorded": true }))
+                    OpOutcome::Result(recorded())
                 } else {
                     OpOutcome::Error(ErrorCode::StaleCall)
                 };

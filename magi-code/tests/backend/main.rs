@@ -3,6 +3,7 @@
 
 mod append_path;
 mod fn_length;
+mod frames;
 mod fuzz_corpus;
 mod incremental;
 mod layering;
