@@ -38,16 +38,7 @@ pub fn discover(
         deadline: Instant::now() + Duration::from_millis(DISCOVER_SCAN_MS),
     };
     let notices_base = [Notice::SessionsOmittedInvalid];
-    let base = crate::wire::body(&SessionDiscoverResult {
-        sessions: Vec::new(),
-        next_cursor: Some("x".repeat(protocol_core::limits::SESSION_ID_BYTES)),
-        complete: false,
-        provisional: True,
-        notices: codes(&notices_base),
-    })
-    .to_string()
-    .len();
-    let mut size = base;
+    let mut size = envelope_bytes(&notices_base);
     let mut out: Vec<SessionEntry> = Vec::new();
     let mut omitted = false;
     let mut last: Option<&SessionId> = None;
@@ -103,6 +94,20 @@ pub fn discover(
         provisional: True,
         notices: codes(&notices),
     }))
+}
+
+/// The page's bytes without its entries, at their largest (a longest cursor, every notice):
+/// what the entries are added to when the page bound is checked.
+fn envelope_bytes(notices: &[Notice]) -> usize {
+    crate::wire::body(&SessionDiscoverResult {
+        sessions: Vec::new(),
+        next_cursor: Some("x".repeat(protocol_core::limits::SESSION_ID_BYTES)),
+        complete: false,
+        provisional: True,
+        notices: codes(notices),
+    })
+    .to_string()
+    .len()
 }
 
 /// Notices as the result lists them, in the order given.
