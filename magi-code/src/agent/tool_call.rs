@@ -43,26 +43,27 @@ fn activity(
 
 /// Stores the activity's card after its record and, when the client negotiated `tool.cards`,
 /// sends it as a `tool.card` event right after the `activity` event.
-fn card(out: &mut RunOutput<'_>, id: &str, card: Value, records: &mut Vec<Record>) {
+fn card(
+    out: &mut RunOutput<'_>,
+    id: &str,
+    card: wire::tool_cards::Card,
+    records: &mut Vec<Record>,
+) {
+    // The record stores the card as the event sends it: serialized through `Value`.
+    let stored = wire::body(&card);
     if out.ctx.rt.tool_cards {
-        // `tools::card` bounds the card as JSON; the wire type checks its shape.
-        match serde_json::from_value::<wire::tool_cards::Card>(card.clone()) {
-            Ok(card) => {
-                let (session_id, run_id) = out.ids();
-                out.critical(Event::ToolCard(ToolCardData {
-                    session_id,
-                    run_id,
-                    activity_id: id.to_owned(),
-                    card,
-                }));
-            }
-            Err(_) => debug_assert!(false, "a card outside the wire's shapes"),
-        }
+        let (session_id, run_id) = out.ids();
+        out.critical(Event::ToolCard(ToolCardData {
+            session_id,
+            run_id,
+            activity_id: id.to_owned(),
+            card,
+        }));
     }
     records.push(out.record(Body::ToolCard {
         run_id: out.run_id.clone(),
         activity_id: id.to_owned(),
-        card,
+        card: stored,
     }));
 }
 
@@ -179,7 +180,7 @@ fn start(
     card(
         out,
         &activity_id,
-        shown_card.value(CardStatus::Running, None),
+        shown_card.render(CardStatus::Running, None),
         records,
     );
     Prepared {
@@ -256,7 +257,7 @@ pub fn complete(
         Some(o) if o.ok => CardStatus::Completed,
         _ => CardStatus::Failed,
     };
-    let shown_card = p.card.value(status, ran);
+    let shown_card = p.card.render(status, ran);
     let (state, summary, run) = match (p.refused.take(), outcome) {
         (None, Some(o)) => {
             let state = if o.ok {

@@ -4,30 +4,11 @@
 use super::outcome::{ToolDetails, ToolOutcome};
 use crate::util::redact::sanitize_text;
 use crate::util::text::cut;
+use crate::wire::tool_cards::Card as Shown;
+pub use crate::wire::tool_cards::CardStatus;
 use protocol_core::limits::{CARD_BYTES, CARD_TITLE_BYTES};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
-
-/// A card's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CardStatus {
-    /// The activity is `started`.
-    Running,
-    /// The activity completed.
-    Completed,
-    /// The activity failed (refused, denied, cancelled or the tool failed).
-    Failed,
-}
-
-impl CardStatus {
-    const fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
@@ -57,7 +38,7 @@ enum Kind {
     Generic,
 }
 
-/// What a call is, fixed when it starts; [`Card::value`] renders it in a given state.
+/// What a call is, fixed when it starts; [`Card::render`] renders it in a given state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
     kind: Kind,
@@ -156,100 +137,118 @@ impl Card {
     /// [`CARD_TITLE_BYTES`] and the whole at most [`CARD_BYTES`] serialized (the longest
     /// string field is cut until it fits). Counts come from `outcome` once it ran.
     #[must_use]
-    pub fn value(&self, status: CardStatus, outcome: Option<&ToolOutcome>) -> Value {
+    pub fn render(&self, status: CardStatus, outcome: Option<&ToolOutcome>) -> Shown {
         let details = outcome.map_or(ToolDetails::None, |o| o.details);
-        let mut m = Map::new();
-        let (kind, fields): (&str, Vec<(&str, Value)>) = match &self.kind {
+        let title = cut(&self.title, CARD_TITLE_BYTES).to_owned();
+        let mut card = match &self.kind {
             Kind::Command { command } => {
-                let (code, ms) = match details {
+                let (exit_code, duration_ms) = match details {
                     ToolDetails::Command {
                         exit_code,
                         duration_ms,
-                    } => (json!(exit_code), json!(duration_ms)),
-                    _ => (Value::Null, Value::Null),
+                    } => (exit_code.map(i64::from), Some(duration_ms)),
+                    _ => (None, None),
                 };
-                (
-                    "command",
-                    vec![
-                        ("command", json!(command)),
-                        ("exit_code", code),
-                        ("duration_ms", ms),
-                    ],
-                )
+                Shown::Command {
+                    title,
+                    status,
+                    command: command.clone(),
+                    exit_code,
+                    duration_ms,
+                }
             }
-            Kind::FileRead { path } => {
-                let lines = match details {
-                    ToolDetails::FileRead { lines } => json!(lines),
-                    _ => Value::Null,
-                };
-                ("file_read", vec![("path", json!(path)), ("lines", lines)])
-            }
+            Kind::FileRead { path } => Shown::FileRead {
+                title,
+                status,
+                path: path.clone(),
+                lines: match details {
+                    ToolDetails::FileRead { lines } => Some(lines),
+                    _ => None,
+                },
+            },
             Kind::FileEdit { path } => {
                 let (added, removed) = match details {
                     ToolDetails::FileEdit { added, removed } => (added, removed),
                     _ => (0, 0),
                 };
-                (
-                    "file_edit",
-                    vec![
-                        ("path", json!(path)),
-                        ("added", json!(added)),
-                        ("removed", json!(removed)),
-                    ],
-                )
+                Shown::FileEdit {
+                    title,
+                    status,
+                    path: path.clone(),
+                    added,
+                    removed,
+                }
             }
-            Kind::Search { pattern, path } => {
-                let matches = match details {
-                    ToolDetails::Search { matches } => json!(matches),
-                    _ => Value::Null,
-                };
-                (
-                    "search",
-                    vec![
-                        ("pattern", json!(pattern)),
-                        ("path", json!(path)),
-                        ("matches", matches),
-                    ],
-                )
-            }
-            Kind::Mcp { server, tool } => (
-                "mcp",
-                vec![("server", json!(server)), ("tool", json!(tool))],
-            ),
-            Kind::Client { name } => ("client", vec![("name", json!(name))]),
-            Kind::Subagent { agent } => ("subagent", vec![("agent", json!(agent))]),
-            Kind::Generic => ("generic", vec![]),
+            Kind::Search { pattern, path } => Shown::Search {
+                title,
+                status,
+                pattern: pattern.clone(),
+                path: path.clone(),
+                matches: match details {
+                    ToolDetails::Search { matches } => Some(matches),
+                    _ => None,
+                },
+            },
+            Kind::Mcp { server, tool } => Shown::Mcp {
+                title,
+                status,
+                server: server.clone(),
+                tool: tool.clone(),
+            },
+            Kind::Client { name } => Shown::Client {
+                title,
+                status,
+                name: name.clone(),
+            },
+            Kind::Subagent { agent } => Shown::Subagent {
+                title,
+                status,
+                agent: agent.clone(),
+            },
+            Kind::Generic => Shown::Generic { title, status },
         };
-        m.insert("kind".into(), json!(kind));
-        m.insert("title".into(), json!(cut(&self.title, CARD_TITLE_BYTES)));
-        m.insert("status".into(), json!(status.as_str()));
-        for (k, v) in fields {
-            m.insert(k.into(), v);
-        }
-        let mut card = Value::Object(m);
         shrink(&mut card);
         card
     }
 }
 
+/// The card's string members other than `kind` and `status`, in the key order of its JSON
+/// object (the order the cut used to pick among equally long members: the last wins).
+fn strings(card: &mut Shown) -> Vec<&mut String> {
+    match card {
+        Shown::Command { title, command, .. } => vec![command, title],
+        Shown::FileRead { title, path, .. } | Shown::FileEdit { title, path, .. } => {
+            vec![path, title]
+        }
+        Shown::Search {
+            title,
+            pattern,
+            path,
+            ..
+        } => path.iter_mut().chain([pattern, title]).collect(),
+        Shown::Mcp {
+            title,
+            server,
+            tool,
+            ..
+        } => vec![server, title, tool],
+        Shown::Client { title, name, .. } => vec![name, title],
+        Shown::Subagent { title, agent, .. } => vec![agent, title],
+        Shown::Generic { title, .. } => vec![title],
+    }
+}
+
 /// Cuts the longest string member until the card serializes to at most [`CARD_BYTES`]: each
 /// raw byte cut removes at least one serialized byte, so the loop ends.
-fn shrink(card: &mut Value) {
+fn shrink(card: &mut Shown) {
     loop {
-        let len = serde_json::to_string(card).map_or(0, |s| s.len());
+        let len = serde_json::to_string(&*card).map_or(0, |s| s.len());
         if len <= CARD_BYTES {
             return;
         }
-        let Some(o) = card.as_object_mut() else {
-            return;
-        };
-        let longest = o
-            .iter_mut()
-            .filter(|(k, _)| !matches!(k.as_str(), "kind" | "status"))
-            .filter_map(|(_, v)| match v {
-                Value::String(s) if !s.is_empty() => Some(s),
-                _ => None,
-            })
+        let longest = strings(card)
+            .into_iter()
+            .filter(|s| !s.is_empty())
             .max_by_key(|s| s.len());
         let Some(s) = longest else {
             return;
@@ -262,6 +261,14 @@ fn shrink(card: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    impl Card {
+        /// The card as stored (`Body::ToolCard`): keys sorted, as the client reads it.
+        fn value(&self, status: CardStatus, outcome: Option<&ToolOutcome>) -> Value {
+            crate::wire::body(&self.render(status, outcome))
+        }
+    }
 
     fn ok(details: ToolDetails) -> ToolOutcome {
         ToolOutcome::success("x".into(), "x".into(), false).with(details)
@@ -379,5 +386,17 @@ mod tests {
         let v = Card::new("shell", &json!({"command": "\"".repeat(5000)}), cwd)
             .value(CardStatus::Running, None);
         assert!(len(&v) <= CARD_BYTES);
+    }
+
+    #[test]
+    fn equally_long_members_cut_the_last_in_key_order() {
+        // `server`, `title`, `tool` in key order: the tie goes to `tool`, as when the card
+        // was cut as a JSON object.
+        let long = "s".repeat(2100);
+        let v = Card::new(&format!("mcp__{long}__{long}"), &json!({}), Path::new("/"))
+            .value(CardStatus::Running, None);
+        assert_eq!(len(&v), CARD_BYTES);
+        assert_eq!(v["server"].as_str().unwrap().len(), 2100);
+        assert!(v["tool"].as_str().unwrap().len() < 2100);
     }
 }

@@ -18,11 +18,12 @@ use std::fs;
 use std::path::Path;
 
 /// Files (relative to `src`) that build frame bodies and no other JSON: none may use `json!`.
-const FRAMED: [&str; 17] = [
+const FRAMED: [&str; 18] = [
     "agent/emit.rs",
     "agent/segment.rs",
     "agent/turn_loop.rs",
     "agent/tool_call.rs",
+    "tools/card.rs",
     "agent/client_tool.rs",
     "agent/outcome.rs",
     "session/mod.rs",
