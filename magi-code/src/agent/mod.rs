@@ -108,14 +108,7 @@ pub fn run_turn(
             revision: None,
             error_code: Some(ErrorCode::StaleSelection),
         };
-        ctx.sink.send_timeout(
-            WorkerEvent::RunFinished {
-                run_id: out.run_id.clone(),
-                data: out.finished_data(&finished),
-                view,
-            },
-            CRITICAL_WAIT,
-        );
+        send_finished(ctx, &out, &finished, view);
         return;
     }
     // A `task` call's subagent starts from the turn's selection.
@@ -153,10 +146,20 @@ pub fn run_turn(
     if let Some(job) = title::due(ctx, &out.session_id, &selection, &finished) {
         start_title(job);
     }
+    send_finished(ctx, &out, &finished, view);
+}
+
+/// The run's one terminal event, with the status view after its cleanup.
+fn send_finished(
+    ctx: &TurnCtx<'_>,
+    out: &RunOutput<'_>,
+    finished: &Finished,
+    view: Option<protocol_core::ReadyView>,
+) {
     ctx.sink.send_timeout(
         WorkerEvent::RunFinished {
             run_id: out.run_id.clone(),
-            data: out.finished_data(&finished),
+            data: out.finished_data(finished),
             view,
         },
         CRITICAL_WAIT,

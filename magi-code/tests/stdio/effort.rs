@@ -92,6 +92,18 @@ fn selection(s: &mut Server, id: &str) -> Value {
     result(&s.call(id, "status", &json!({})))["selection"].clone()
 }
 
+/// Sets the session's effort to `high` with `selection.set`, durably.
+fn set_high(s: &mut Server, sid: &str, provider: &str, model: &str) {
+    let rev = selection(s, "st")["revision"].clone();
+    let cat = result(&s.call("cat", "model.catalog", &json!({})))["revision"].clone();
+    let set = s.call(
+        "set",
+        "selection.set",
+        &json!({"session_id": sid, "selection_revision": rev, "catalog_revision": cat, "provider": provider, "model": model, "effort": {"mode": "set", "value": "high"}}),
+    );
+    assert_eq!(result(&set)["durable"], true, "{set}");
+}
+
 #[track_caller]
 fn assert_resolved_high(sel: &Value) {
     assert_eq!(sel["requested_effort"], "high", "{sel}");
@@ -129,14 +141,7 @@ fn a_reopened_session_sends_its_saved_effort_in_the_same_and_a_new_child() {
         let env = wire.env(&llm, "default", &json!(["low", "high"]));
         let (provider, model) = wire.pair();
         let (mut s, sid) = start_session(&env, &[]);
-        let rev = selection(&mut s, "st")["revision"].clone();
-        let cat = result(&s.call("cat", "model.catalog", &json!({})))["revision"].clone();
-        let set = s.call(
-            "set",
-            "selection.set",
-            &json!({"session_id": sid, "selection_revision": rev, "catalog_revision": cat, "provider": provider, "model": model, "effort": {"mode": "set", "value": "high"}}),
-        );
-        assert_eq!(result(&set)["durable"], true, "{set}");
+        set_high(&mut s, &sid, provider, model);
         // Same child: another session resets the selection, reopening restores `high`.
         s.call("c2", "session.create", &json!({}));
         assert_eq!(selection(&mut s, "st2")["effective_effort"], "default");
@@ -234,14 +239,7 @@ fn a_restored_effort_the_cached_controls_no_longer_permit_is_kept_with_a_notice(
     let env = wire.env(&llm, "default", &json!(["low", "high"]));
     let (provider, model) = wire.pair();
     let (mut s, sid) = start_session(&env, &[]);
-    let rev = selection(&mut s, "st")["revision"].clone();
-    let cat = result(&s.call("cat", "model.catalog", &json!({})))["revision"].clone();
-    let set = s.call(
-        "set",
-        "selection.set",
-        &json!({"session_id": sid, "selection_revision": rev, "catalog_revision": cat, "provider": provider, "model": model, "effort": {"mode": "set", "value": "high"}}),
-    );
-    assert_eq!(result(&set)["durable"], true, "{set}");
+    set_high(&mut s, &sid, provider, model);
     s.shutdown_ok("bye");
     // The model lost its effort control in the cache since.
     write_catalog_cache(&env, provider, json!([{"id": model, "efforts": []}]));
