@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod history;
 pub mod mcp;
 pub mod providers;
+pub mod run;
 pub mod runtime;
 pub mod serve;
 pub mod session;

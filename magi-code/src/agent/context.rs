@@ -104,6 +104,18 @@ mod tests {
     use crate::config::{Settings, Skill};
     use std::path::{Path, PathBuf};
 
+    #[test]
+    fn the_base_prompt_and_built_in_tools_fit_in_12_kib() {
+        let rt = Runtime::for_tests(
+            Path::new("/home/someone/.magi"),
+            Path::new("/home/someone/projects/a-fairly-long-project-folder-name"),
+        );
+        let specs = crate::tools::specs();
+        let instructions = instructions(&rt, &specs);
+        let bytes = crate::run::compaction::fixed_bytes(&instructions, &specs);
+        assert!(bytes <= 12 * 1024, "{bytes} bytes");
+    }
+
     fn tools(rt: &Runtime, mcp: Option<&McpHub>) -> Vec<ToolSpec> {
         table(rt, mcp).specs().to_vec()
     }

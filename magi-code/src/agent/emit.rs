@@ -3,9 +3,9 @@
 
 use super::approvals::Approvals;
 use super::client_calls::ClientCalls;
-use super::outcome::Finished;
 use super::subagent::Quiet;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
+use crate::run::Finished;
 use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
 use crate::tools::ToolRegistry;

@@ -1,14 +1,11 @@
-//! Runs the global settings' hooks around tool calls (`runner.md` 7): `/bin/sh -c` in the cwd,
+//! Runs one of the global settings' hooks around tool calls (`runner.md` 7; the run machine
+//! decides which and when): `/bin/sh -c` in the cwd,
 //! in its own process group, the call as JSON on stdin, output read and discarded, at most
 //! [`HOOK_RUN`] each (then the group is killed), stopped by the run's cancellation.
 
-use super::emit::RunOutput;
-use crate::config::Hook;
 use crate::util::cancel::Cancel;
-use crate::util::clock::{Clock, Deadline, RealClock};
+use crate::util::clock::{Clock, Deadline};
 use crate::util::proc::{kill_group, shell_command, take_output};
-use crate::wire::DiagnosticCode;
-use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -18,23 +15,9 @@ use std::time::{Duration, Instant};
 
 /// How long one hook may run before its process group is killed.
 pub const HOOK_RUN: Duration = Duration::from_secs(10);
-/// What the model gets for a call a `pre_tool` hook blocked.
-pub const BLOCKED: &str = "blocked by a hook";
-/// The exit status with which a `pre_tool` hook blocks the call.
-const BLOCK_STATUS: i32 = 2;
+pub use crate::run::HookEnd;
 /// How often a running hook is polled.
 const POLL: Duration = Duration::from_millis(10);
-
-/// How one hook run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookEnd {
-    /// The shell exited with this status and every pipe closed.
-    Exit(i32),
-    /// It failed otherwise: a short phrase (`timed out after 10 s`, `killed by signal 9`).
-    Failed(String),
-    /// The run's cancellation stopped it (its group was killed).
-    Cancelled,
-}
 
 fn phrase_of(d: Duration) -> String {
     if d.subsec_millis() == 0 {
@@ -42,83 +25,6 @@ fn phrase_of(d: Duration) -> String {
     } else {
         format!("timed out after {} ms", d.as_millis())
     }
-}
-
-/// Runs every `pre_tool` hook matching `tool`, in order, for a call policy and approval let
-/// run. Returns why the call must not run: [`BLOCKED`] when one exits 2 (the rest are
-/// skipped), `cancelled` when the run's cancellation stopped one; other failures are
-/// `hook_failed` diagnostics and the call proceeds.
-pub fn pre_tool(out: &mut RunOutput<'_>, tool: &str, input: &Value) -> Option<&'static str> {
-    let hooks = &out.ctx.rt.settings.hooks.pre_tool;
-    if !hooks.iter().any(|h| h.matches(tool)) {
-        return None;
-    }
-    let stdin =
-        json!({"event": "pre_tool", "tool": tool, "input": input, "session_id": out.session_id});
-    for hook in hooks.iter().filter(|h| h.matches(tool)) {
-        match run_hook(out, hook, &stdin) {
-            HookEnd::Exit(0) => {}
-            HookEnd::Exit(BLOCK_STATUS) => return Some(BLOCKED),
-            HookEnd::Cancelled => return Some("cancelled"),
-            end => failed(out, "pre_tool", &end),
-        }
-    }
-    None
-}
-
-/// Runs every `post_tool` hook matching `tool`, in order, after a call that ran; `ok` is
-/// whether it succeeded. Every failure (any nonzero exit included) is a `hook_failed`
-/// diagnostic; a cancelled run skips the rest.
-pub fn post_tool(out: &mut RunOutput<'_>, tool: &str, input: &Value, ok: bool) {
-    let hooks = &out.ctx.rt.settings.hooks.post_tool;
-    if !hooks.iter().any(|h| h.matches(tool)) {
-        return;
-    }
-    let stdin = json!({"event": "post_tool", "tool": tool, "input": input, "session_id": out.session_id, "ok": ok});
-    for hook in hooks.iter().filter(|h| h.matches(tool)) {
-        match run_hook(out, hook, &stdin) {
-            HookEnd::Exit(0) => {}
-            HookEnd::Cancelled => return,
-            end => failed(out, "post_tool", &end),
-        }
-    }
-}
-
-/// Whether any `post_tool` hook applies to `tool` (so the call's name and input are kept).
-#[must_use]
-pub fn has_post(out: &RunOutput<'_>, tool: &str) -> bool {
-    out.ctx
-        .rt
-        .settings
-        .hooks
-        .post_tool
-        .iter()
-        .any(|h| h.matches(tool))
-}
-
-fn run_hook(out: &RunOutput<'_>, hook: &Hook, stdin: &Value) -> HookEnd {
-    let bytes = stdin.to_string().into_bytes();
-    run(
-        &hook.command,
-        &out.ctx.rt.cwd,
-        bytes,
-        HOOK_RUN,
-        out.ctx.cancel,
-        &RealClock,
-    )
-}
-
-/// The diagnostic never names the command or the input: either may hold a secret.
-fn failed(out: &mut RunOutput<'_>, event: &str, end: &HookEnd) {
-    let why = match end {
-        HookEnd::Exit(code) => format!("exit {code}"),
-        HookEnd::Failed(p) => p.clone(),
-        HookEnd::Cancelled => "cancelled".to_owned(),
-    };
-    out.diagnostic(
-        DiagnosticCode::HookFailed,
-        &format!("a {event} hook failed ({why})"),
-    );
 }
 
 /// Runs `command` with `/bin/sh -c` in `cwd` in its own process group, `stdin` written to it

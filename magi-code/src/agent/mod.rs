@@ -6,24 +6,17 @@ pub mod answers;
 pub mod approvals;
 pub mod client;
 pub mod client_calls;
-pub mod client_tool;
-pub mod compaction;
-pub mod content;
 pub mod context;
+pub mod drive;
 pub mod emit;
 pub mod hooks;
-pub mod outcome;
-pub mod repeats;
-pub mod segment;
 pub mod subagent;
 pub mod title;
-pub mod tool_call;
-pub mod turn_loop;
 
+pub use crate::run::{Finished, Persistence, RunOutcome};
 pub use approvals::{Approvals, Decision};
 pub use client_calls::ClientCalls;
 pub use emit::{RunOutput, TurnCtx, CRITICAL_WAIT};
-pub use outcome::{Finished, Persistence, RunOutcome};
 pub use title::TitleJob;
 
 use crate::session::{self, Selection};
@@ -128,7 +121,7 @@ pub fn run_turn(
     // A panic after admission must still end the run with its terminal event, or the engine
     // would keep the run active: report it as a failed run whose persistence is unknown.
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        turn_loop::execute(&mut out, client.as_mut(), &prompt, history, &params)
+        drive::execute(&mut out, client.as_mut(), &prompt, history, &params)
     }))
     .unwrap_or(Finished {
         outcome: RunOutcome::Failed,

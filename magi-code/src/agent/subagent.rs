@@ -5,13 +5,13 @@
 
 use super::client;
 use super::context;
+use super::drive;
 use super::emit::RunOutput;
-use super::outcome::RunOutcome;
-use super::turn_loop;
 use crate::config::Profile;
 use crate::history::compact::Snapshot;
 use crate::history::{Body, Record, ToolSpec};
 use crate::mcp::McpHub;
+use crate::run::RunOutcome;
 use crate::runtime::Runtime;
 use crate::session::{self, Selection};
 use crate::store::{sync_dir, Appender, SessionId, Sessions};
@@ -367,7 +367,7 @@ pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
         records: 1,
         ..Snapshot::default()
     };
-    let finished = turn_loop::execute(&mut sub, model.as_mut(), &task.prompt, fresh, &params);
+    let finished = drive::execute(&mut sub, model.as_mut(), &task.prompt, fresh, &params);
     if sub.output_lost {
         out.output_lost = true;
     }

@@ -5,11 +5,11 @@
 //! no diagnostic, no event, no record.
 
 use super::emit::TurnCtx;
-use super::outcome::{Finished, Persistence, RunOutcome};
 use crate::history::{display_title, Body, Item, Record};
 use crate::providers::model::{StopReason, Thinking};
 use crate::providers::{self, HttpModel, ModelClient, ModelEvent, ModelRequest, ScriptedModel};
 use crate::providers::{StepFailure, StepSink};
+use crate::run::{Finished, Persistence, RunOutcome};
 use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
 use crate::util::cancel::Cancel;

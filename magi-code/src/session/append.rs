@@ -236,7 +236,7 @@ mod tests {
             &sid,
             Body::RunFinished {
                 run_id: "r1".into(),
-                outcome: crate::agent::outcome::RunOutcome::Completed,
+                outcome: crate::run::RunOutcome::Completed,
                 error_code: None,
             },
         );

@@ -1,5 +1,5 @@
 use super::*;
-use crate::util::clock::FakeClock;
+use crate::util::clock::{FakeClock, RealClock};
 use std::process::Command;
 
 fn go(cmd: &str) -> HookEnd {

@@ -1,7 +1,7 @@
 //! Assistant segments: the text between tool calls, each with its own message ID, reconciled
 //! once finished.
 
-use super::emit::RunOutput;
+use super::voice::Voice;
 use crate::history::room::Entry;
 use crate::history::{Body, Record};
 use crate::util::redact::Redactor;
@@ -10,10 +10,8 @@ use crate::wire::events::MessageReconcileData;
 use crate::wire::Event;
 use protocol_core::limits::LIVE_CHUNK_BYTES;
 
-/// How long a full chunk of coalesced delta text waits for channel room before it is dropped.
-const FULL_CHUNK_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// One assistant segment: text between tool calls, with its own message ID.
+#[derive(Debug)]
 pub struct Segment {
     /// The live message ID.
     pub id: String,
@@ -32,11 +30,11 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// A new, empty segment.
+    /// A new, empty segment with message ID `id`.
     #[must_use]
-    pub fn new() -> Self {
+    pub fn new(id: String) -> Self {
         Self {
-            id: format!("a-{}", uuid::Uuid::new_v4().simple()),
+            id,
             text: String::new(),
             part: 0,
             pending: String::new(),
@@ -58,7 +56,7 @@ impl Segment {
     /// [`Self::end`]. A full chunk goes out at once, waiting a moment for room; if there is
     /// still none it is dropped and the part number skips, so a client sees the gap until
     /// reconciliation.
-    pub fn push(&mut self, out: &RunOutput<'_>, text: &str) {
+    pub fn push(&mut self, out: &mut Voice, text: &str) {
         self.streamed |= !text.is_empty();
         let safe = self.redactor.feed(text);
         self.push_safe(out, &safe);
@@ -66,46 +64,48 @@ impl Segment {
 
     /// The end of the segment's text: the held-back tail, judged, joins the text and the
     /// next delta, so the deltas concatenate to the reconciled text.
-    pub fn end(&mut self, out: &RunOutput<'_>) {
+    pub fn end(&mut self, out: &mut Voice) {
         let rest = self.redactor.finish();
         self.push_safe(out, &rest);
     }
 
-    fn push_safe(&mut self, out: &RunOutput<'_>, text: &str) {
+    fn push_safe(&mut self, out: &mut Voice, text: &str) {
         self.text.push_str(text);
         for c in live_chunks(text, 1, LIVE_CHUNK_BYTES) {
             if self.pending.len() + c.len() > LIVE_CHUNK_BYTES && !self.pending.is_empty() {
-                let _ = out.delta_wait(&self.id, self.part, &self.pending, FULL_CHUNK_WAIT);
-                self.pending.clear();
+                out.delta(&self.id, self.part, std::mem::take(&mut self.pending), true);
                 self.part += 1;
             }
             self.pending.push_str(c);
         }
     }
 
-    /// Sends the held-back text as one delta if the channel has room; otherwise it keeps
-    /// coalescing.
-    pub fn flush(&mut self, out: &RunOutput<'_>) {
-        if !self.pending.is_empty() && out.delta(&self.id, self.part, &self.pending) {
+    /// Sends the held-back text as one delta; if the channel has no room the driver hands it
+    /// back ([`Self::refused`]) and it keeps coalescing.
+    pub fn flush(&mut self, out: &mut Voice) {
+        if !self.pending.is_empty() {
+            out.delta(
+                &self.id,
+                self.part,
+                std::mem::take(&mut self.pending),
+                false,
+            );
             self.part += 1;
-            self.pending.clear();
+        }
+    }
+
+    /// The driver found no room for the flushed delta `part` with `text`: it rides with the
+    /// next one, under the same part number.
+    pub fn refused(&mut self, message_id: &str, part: usize, text: String) {
+        if message_id == self.id && self.part == part + 1 {
+            self.part = part;
+            self.pending.insert_str(0, &text);
         }
     }
 }
 
-impl Default for Segment {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// Reconciles a finished segment (authoritative parts), records it, and starts a new one.
-pub fn close_segment(
-    out: &mut RunOutput<'_>,
-    seg: &mut Segment,
-    partial: bool,
-    records: &mut Vec<Record>,
-) {
+pub fn close_segment(out: &mut Voice, seg: &mut Segment, partial: bool, records: &mut Vec<Record>) {
     seg.end(out);
     if seg.text.is_empty() {
         return;
@@ -131,5 +131,5 @@ pub fn close_segment(
         text: Some(seg.text.clone()),
         partial,
     }));
-    *seg = Segment::new();
+    *seg = Segment::new(out.fresh_id("a-"));
 }

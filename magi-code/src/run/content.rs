@@ -3,11 +3,9 @@
 //! reopen can always project the history the run leaves (`history_snapshot_bytes`). Past
 //! either the run ends `content_limit`, its reply kept up to the bound and marked partial.
 
-use super::emit::RunOutput;
 use super::segment::Segment;
 use crate::history::room::{escaped_len, Room, PART_OVERHEAD};
 use crate::history::{Body, Record};
-use crate::session;
 use protocol_core::limits::{CARD_BYTES, RUN_CONTENT_BYTES, RUN_CONTENT_SEGMENTS, SUMMARY_BYTES};
 use serde_json::Value;
 
@@ -16,6 +14,7 @@ use serde_json::Value;
 const ACTIVITY_LINE_BYTES: usize = 512;
 
 /// What the run has stored of its bounds so far.
+#[derive(Debug)]
 pub struct Content {
     /// Assistant text bytes.
     bytes: usize,
@@ -33,32 +32,22 @@ pub const REPLY_STOPPED: &str =
 pub const CALLS_STOPPED: &str =
     "the turn reached the bound of what the session's history can show; its last tool calls did not run";
 
-/// The room the session's projection leaves now; a subagent's history is never projected.
-fn room_now(out: &RunOutput<'_>) -> Room {
-    if out.subagent.is_some() {
-        return Room::unbounded();
-    }
-    let mut st = out.ctx.state();
-    st.attachment
-        .as_mut()
-        .map_or_else(Room::none, session::room)
-}
-
 impl Content {
-    /// The bounds of a run starting now.
+    /// The bounds of a run whose session's projection leaves `room` (a subagent's history
+    /// is never projected: [`Room::unbounded`]).
     #[must_use]
-    pub fn start(out: &RunOutput<'_>) -> Self {
+    pub const fn start(room: Room) -> Self {
         Self {
             bytes: 0,
             segments: 0,
-            room: room_now(out),
+            room,
         }
     }
 
-    /// Measures the room again from what the run appended so far (its earlier steps, a
-    /// compaction), exactly: call it where nothing of the run is pending, before a step.
-    pub fn refresh(&mut self, out: &RunOutput<'_>) {
-        self.room = room_now(out);
+    /// The room measured again after the run's last append (its earlier steps, a
+    /// compaction), exactly: taken where nothing of the run is pending, before a step.
+    pub fn refresh(&mut self, room: Room) {
+        self.room = room;
     }
 
     /// The length of the longest prefix of delta `t` that `seg` may keep (whole characters);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::wire::DiagnosticCode;
 
 fn u(t: &str) -> Item {
     Item::User { text: t.into() }
@@ -127,18 +128,6 @@ fn compaction_is_due_past_80_percent_of_the_window_at_its_edge() {
     assert!(!c.due(&items), "exactly 80% is not past it");
     c.note(&[usage(8_001)]);
     assert!(c.due(&items), "the first token past 80%");
-}
-
-#[test]
-fn the_base_prompt_and_built_in_tools_fit_in_12_kib() {
-    let rt = crate::runtime::Runtime::for_tests(
-        std::path::Path::new("/home/someone/.magi"),
-        std::path::Path::new("/home/someone/projects/a-fairly-long-project-folder-name"),
-    );
-    let specs = crate::tools::specs();
-    let instructions = super::super::context::instructions(&rt, &specs);
-    let bytes = fixed_bytes(&instructions, &specs);
-    assert!(bytes <= 12 * 1024, "{bytes} bytes");
 }
 
 #[test]

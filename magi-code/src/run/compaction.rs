@@ -1,17 +1,12 @@
-//! Auto-compaction of a live turn (`runner.md` 7): the budget check before a step, the summary
-//! request (same model, no tools, its text never streamed), the `compaction` activity and
-//! record, and the compacted conversation the loop goes on with.
+//! Auto-compaction of a live turn (`runner.md` 7), what of it is arithmetic: the budget check
+//! before a step, the summary request's transcript and bounds, the compacted conversation.
+//! The run's compaction states (`compacting.rs`) drive it.
 
-use super::emit::RunOutput;
-use super::turn_loop::LoopParams;
 use crate::history::compact::{self, Pieces, Snapshot, Written};
-use crate::history::{ActivityKind, ActivityState, Body, Item, Record, ToolSpec};
-use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
-use crate::util::redact::sanitize_text;
-use crate::wire::DiagnosticCode;
+use crate::history::{Body, Item, Record, ToolSpec};
+use crate::providers::StepFailure;
 use serde_json::json;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// The system prompt of the summary request.
 pub const SUMMARY_SYSTEM: &str =
@@ -135,6 +130,41 @@ impl Compactor {
         }
     }
 
+    /// The record index of the current turn's input.
+    #[must_use]
+    pub const fn through(&self) -> u64 {
+        self.through
+    }
+
+    /// The window it compacts for.
+    #[must_use]
+    pub const fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// Replaces `items` by what replays after `summary` (the current turn's items kept
+    /// verbatim) and returns the record index the `compaction` record names as `through`.
+    pub fn replace(&mut self, items: &mut Vec<Item>, summary: &str) -> u64 {
+        let turn = items.split_off(self.turn_at.min(items.len()));
+        let pieces = Pieces {
+            summary,
+            files: &self.written.files,
+            inputs: &self.inputs,
+            mid: &turn,
+            after: &[],
+            current: None,
+        };
+        *items = compact::build(&pieces, self.window, self.fixed, &self.cwd);
+        self.turn_at = 2;
+        self.through
+    }
+
+    /// The compaction is stored: the estimate restarts from the whole request, so the next
+    /// step does not compact again.
+    pub fn restart(&mut self) {
+        self.last_input = None;
+    }
+
     /// Whether the next request passes 80% of the window.
     #[must_use]
     pub fn due(&self, items: &[Item]) -> bool {
@@ -156,30 +186,6 @@ pub enum Compacted {
     /// Its records could not be appended: the history no longer holds what the loop would go
     /// on with, so the run ends `persistence_failed` with persistence `degraded`.
     Unstored,
-}
-
-/// Collects the summary's text; nothing is streamed to the client (it is not a message).
-struct Collect<'o, 'a> {
-    out: &'o mut RunOutput<'a>,
-    text: String,
-}
-
-impl StepSink for Collect<'_, '_> {
-    fn event(&mut self, ev: ModelEvent) -> bool {
-        if let ModelEvent::TextDelta(t) = ev {
-            self.text.push_str(&t);
-        }
-        self.text.len() <= SUMMARY_BYTES * 2
-    }
-
-    fn retry(&mut self, attempt: u32, wait: Duration) {
-        let summary = format!(
-            "retrying the summary request in {} ms (retry {attempt} of {})",
-            wait.as_millis(),
-            crate::providers::http::MAX_RETRIES
-        );
-        self.out.diagnostic(DiagnosticCode::ProviderRetry, &summary);
-    }
 }
 
 /// The conversation as text for the summary request within `budget` bytes: an entry longer
@@ -285,193 +291,6 @@ pub fn overflowed(f: StepFailure, estimate: u64, window: u64) -> StepFailure {
         }
         f => f,
     }
-}
-
-fn activity(out: &mut RunOutput<'_>, id: &str, state: ActivityState, summary: &str) -> Record {
-    let event = out.activity_event(id, ActivityKind::Compaction, state, "compaction", summary);
-    out.critical(event);
-    out.record(Body::Activity {
-        run_id: out.run_id.clone(),
-        activity_id: id.to_owned(),
-        kind: ActivityKind::Compaction,
-        state,
-        name: "compaction".to_owned(),
-        summary: Some(summary.to_owned()),
-    })
-}
-
-/// Asks the model for one summary of `items`; an overflow retries once with half the input.
-fn summarize(
-    out: &mut RunOutput<'_>,
-    client: &mut dyn ModelClient,
-    items: &[Item],
-    p: &LoopParams<'_>,
-    window: u64,
-) -> Result<String, StepFailure> {
-    let mut budget = summary_budget(window, p.max_output_tokens);
-    let mut overflowed = false;
-    loop {
-        let text = format!(
-            "{}\n\n---\n{SUMMARY_INSTRUCTION}",
-            transcript(items, budget)
-        );
-        let request = [Item::User { text }];
-        let req = ModelRequest {
-            model: p.model,
-            provider: p.provider,
-            instructions: SUMMARY_SYSTEM,
-            items: &request,
-            tools: &[],
-            effort: None,
-            thinking: p.thinking,
-            max_output_tokens: summary_output_bound(window, p.max_output_tokens),
-        };
-        let mut sink = Collect {
-            out,
-            text: String::new(),
-        };
-        let cancel = sink.out.ctx.cancel;
-        match client.step(&req, cancel, &mut sink) {
-            Err(StepFailure::ContextOverflow) if !overflowed => {
-                overflowed = true;
-                budget /= 2;
-            }
-            Err(f) => return Err(f),
-            Ok(()) => {
-                let summary =
-                    crate::util::text::bounded(sanitize_text(&sink.text).trim(), SUMMARY_BYTES);
-                // An empty summary would replace the conversation with nothing.
-                return if summary.is_empty() {
-                    Err(StepFailure::Remote)
-                } else {
-                    Ok(summary)
-                };
-            }
-        }
-    }
-}
-
-/// Compacts the conversation now: the `compaction` activity, the summary request, the
-/// `compaction` record, and `items` replaced by what replays from then on.
-pub fn compact(
-    out: &mut RunOutput<'_>,
-    client: &mut dyn ModelClient,
-    c: &mut Compactor,
-    items: &mut Vec<Item>,
-    p: &LoopParams<'_>,
-) -> Compacted {
-    if !out.take_activity() {
-        return Compacted::Skipped;
-    }
-    let id = format!("c-{}", uuid::Uuid::new_v4().simple());
-    let started = activity(
-        out,
-        &id,
-        ActivityState::Started,
-        "summarizing the conversation",
-    );
-    if !store(out, c, std::slice::from_ref(&started)) {
-        // Closed for the client; its record could not be stored either.
-        activity(
-            out,
-            &id,
-            ActivityState::Failed,
-            "the compaction could not be stored",
-        );
-        return Compacted::Unstored;
-    }
-    let result = summarize(out, client, items, p, c.window);
-    let cancelled = out.ctx.cancel.is_cancelled() || out.output_lost;
-    let summary = match result {
-        Ok(s) if !cancelled => s,
-        failed => {
-            let why = match failed {
-                _ if cancelled => "cancelled".to_owned(),
-                Err(f) => f
-                    .code()
-                    .map_or("cancelled", DiagnosticCode::as_str)
-                    .to_owned(),
-                Ok(_) => "cancelled".to_owned(),
-            };
-            let done = activity(
-                out,
-                &id,
-                ActivityState::Failed,
-                &format!("the summary request failed ({why})"),
-            );
-            if !store(out, c, std::slice::from_ref(&done)) {
-                return Compacted::Unstored;
-            }
-            if cancelled {
-                return Compacted::Cancelled;
-            }
-            out.diagnostic(
-                DiagnosticCode::CompactionFailed,
-                &format!("the conversation could not be compacted ({why})"),
-            );
-            return Compacted::Failed;
-        }
-    };
-    let turn = items.split_off(c.turn_at.min(items.len()));
-    let pieces = Pieces {
-        summary: &summary,
-        files: &c.written.files,
-        inputs: &c.inputs,
-        mid: &turn,
-        after: &[],
-        current: None,
-    };
-    *items = compact::build(&pieces, c.window, c.fixed, &c.cwd);
-    c.turn_at = 2;
-    let record = out.record(Body::Compaction {
-        summary: Some(summary),
-        through: Some(c.through),
-        title: None,
-    });
-    let done = activity(
-        out,
-        &id,
-        ActivityState::Completed,
-        &format!("summarized {} records", c.through),
-    );
-    let records = [record, done];
-    if !store(out, c, &records) {
-        return Compacted::Unstored;
-    }
-    c.last_input = None;
-    Compacted::Done
-}
-
-/// Appends compaction records and notes them; false when the append failed (every append
-/// outcome is the run's to act on, never dropped).
-fn store(out: &RunOutput<'_>, c: &mut Compactor, records: &[Record]) -> bool {
-    if out.append(records).is_err() {
-        return false;
-    }
-    c.note(records);
-    true
-}
-
-/// Records the turn's stored input with the compactor: its record index comes from the
-/// attachment (the first append of a session also stored `session_meta`).
-pub fn begin_turn(out: &RunOutput<'_>, c: &mut Compactor, user: &Record, turn_at: usize) {
-    // A subagent's history is its own file, which its snapshot already counted.
-    let stored = out
-        .subagent
-        .is_none()
-        .then(|| {
-            out.ctx
-                .state()
-                .attachment
-                .as_ref()
-                .and_then(|a| a.history.as_ref())
-                .and_then(|h| h.replay().ok())
-                .map(crate::history::Replay::records)
-        })
-        .flatten();
-    let through = stored.map_or_else(|| c.through.max(1), |n| n.saturating_sub(1));
-    c.begin_turn(through, turn_at);
-    c.note(std::slice::from_ref(user));
 }
 
 #[cfg(test)]

@@ -1,0 +1,482 @@
+//! The thin driver of one run (`run::Run`): it carries out the machine's outputs — events to
+//! the client, appends to the store, model requests over the provider, tools and hooks on
+//! this thread or scoped ones, waits for the client's answers — and feeds their outcomes back
+//! with the time. It decides nothing the machine decides.
+
+use super::emit::{RunOutput, CRITICAL_WAIT};
+use crate::history::compact::Snapshot;
+use crate::history::room::Room;
+use crate::history::{Record, ToolSpec};
+use crate::mcp::{Lost, McpHub};
+use crate::providers::model::Thinking;
+use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepSink};
+use crate::run::compaction::{fixed_bytes, SUMMARY_BYTES, SUMMARY_SYSTEM};
+use crate::run::{
+    AppendKind, Config, Finished, Input, Output, Persistence, Policies, Run, RunOutcome,
+    StepRequest, Stored, ToolEnd, ToolJob, Waiting,
+};
+use crate::session;
+use crate::tools::outcome::bound_output;
+use crate::tools::{self, ToolKind, ToolOutcome};
+use crate::util::cancel::Cancel;
+use crate::util::clock::RealClock;
+use crate::util::ids::fresh_revision;
+use crate::wire::events::MessageDeltaData;
+use crate::wire::Event;
+use protocol_core::{ErrorCode, WorkerEvent};
+use std::time::{Duration, Instant};
+
+/// What a turn sends besides the conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopParams<'a> {
+    /// The provider (settings name).
+    pub provider: &'a str,
+    /// The model.
+    pub model: &'a str,
+    /// Base prompt and instructions.
+    pub instructions: &'a str,
+    /// The tools offered.
+    pub tools: &'a [ToolSpec],
+    /// The effective explicit effort, `None` for `default`.
+    pub effort: Option<&'a str>,
+    /// How an Anthropic model takes effort.
+    pub thinking: Thinking,
+    /// The provider's output bound; a step's is at most the window less its estimate
+    /// (`decisions.md` 45), the summary request's at most a quarter of the window.
+    pub max_output_tokens: u64,
+    /// Steps per turn.
+    pub max_steps: u32,
+    /// The model's context window in tokens; `u64::MAX` never compacts (the scripted
+    /// provider, which reads no conversation).
+    pub context_window: u64,
+}
+
+/// How long a full chunk of coalesced delta text waits for channel room before it is dropped.
+const FULL_CHUNK_WAIT: Duration = Duration::from_millis(100);
+
+/// The driver's side of one run.
+struct Driver<'o, 'a> {
+    out: &'o mut RunOutput<'a>,
+    p: &'o LoopParams<'o>,
+    t0: Instant,
+    /// Whether the run has been told of the cancellation it sees.
+    told_cancel: bool,
+}
+
+/// Runs an admitted turn (or a subagent's task) to its terminal facts.
+pub fn execute(
+    out: &mut RunOutput<'_>,
+    client: &mut dyn ModelClient,
+    prompt: &str,
+    history: Snapshot,
+    p: &LoopParams<'_>,
+) -> Finished {
+    let mut run = Run::new(config(out, prompt, history, p));
+    let mut d = Driver {
+        out,
+        p,
+        t0: Instant::now(),
+        told_cancel: false,
+    };
+    run.start(d.now());
+    loop {
+        while let Some(o) = run.poll_output() {
+            if let Output::Finished(f) = o {
+                return f;
+            }
+            d.perform(&mut run, client, o);
+        }
+        if !d.wait(&mut run) {
+            // The machine asked for nothing and waits for nothing: a bug, reported safely.
+            return Finished {
+                outcome: RunOutcome::Failed,
+                persistence: Persistence::Degraded,
+                revision: None,
+                error_code: Some(ErrorCode::ExecutionFailed),
+            };
+        }
+    }
+}
+
+/// The machine's configuration from the worker's runtime and the run's output.
+fn config(out: &RunOutput<'_>, prompt: &str, history: Snapshot, p: &LoopParams<'_>) -> Config {
+    let rt = &out.ctx.rt;
+    let s = &rt.settings;
+    let quiet = out.subagent.is_some();
+    // Tools an MCP server listed but that are not offered (decisions.md 37): once per child,
+    // in its first run, as there is no `magi-code mcp list` to show them yet.
+    let left_out = if quiet {
+        None
+    } else {
+        out.ctx.mcp.as_ref().and_then(|h| h.left_out_report())
+    };
+    Config {
+        session_id: out.session_id.clone(),
+        run_id: out.run_id.clone(),
+        record_session: out
+            .subagent
+            .as_ref()
+            .map_or_else(|| out.session_id.clone(), |q| q.id().to_owned()),
+        quiet,
+        seed: uuid::Uuid::new_v4().as_u128(),
+        prompt: prompt.to_owned(),
+        history,
+        provider: p.provider.to_owned(),
+        fixed_bytes: fixed_bytes(p.instructions, p.tools),
+        max_output_tokens: p.max_output_tokens,
+        max_steps: p.max_steps,
+        context_window: p.context_window,
+        tools: out.tools.clone(),
+        policies: Policies {
+            read: s.tool_read,
+            write: s.tool_write,
+            shell: s.tool_shell,
+            client: s.tool_client,
+            mcp: s.tool_mcp,
+            task: s.tool_task,
+        },
+        hooks: s.hooks.clone(),
+        tool_cards: rt.tool_cards,
+        cwd: rt.cwd.clone(),
+        left_out,
+    }
+}
+
+impl Driver<'_, '_> {
+    fn now(&self) -> u64 {
+        u64::try_from(self.t0.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Feeds `input`, telling the run of a cancellation first.
+    fn feed(&mut self, run: &mut Run, input: Input) {
+        let now = self.now();
+        if !self.told_cancel && self.out.ctx.cancel.is_cancelled() {
+            self.told_cancel = true;
+            run.handle(Input::Cancel, now);
+        }
+        run.handle(input, now);
+    }
+
+    fn perform(&mut self, run: &mut Run, client: &mut dyn ModelClient, o: Output) {
+        match o {
+            Output::Event(e) => self.event(run, e),
+            Output::Delta { data, full } => self.delta(run, data, full),
+            Output::Append { records, kind } => {
+                let r = self.append(records, kind);
+                self.feed(run, Input::Appended(r));
+            }
+            Output::Step(req) => self.step(run, client, &req),
+            Output::Summarize(req) => self.summarize(run, client, &req),
+            Output::OpenApproval(id) => self.out.ctx.approvals.open(&self.out.run_id, &id),
+            Output::OpenClientCall(id) => self.out.ctx.client_calls.open(&self.out.run_id, &id),
+            Output::Hook { command, stdin } => {
+                let ctx = self.out.ctx;
+                let bound = super::hooks::HOOK_RUN;
+                let end =
+                    super::hooks::run(&command, &ctx.rt.cwd, stdin, bound, ctx.cancel, &RealClock);
+                self.feed(run, Input::HookEnded(end));
+            }
+            Output::Tools(jobs) => {
+                let ends = self.tools(&jobs);
+                if self.out.output_lost && !run.output_lost() {
+                    // A subagent's approval request could not be delivered.
+                    self.feed(run, Input::OutputLost);
+                }
+                self.feed(run, Input::ToolsEnded(ends));
+            }
+            Output::Finished(_) => {}
+        }
+    }
+
+    /// Sends an event that must arrive; if it cannot within [`CRITICAL_WAIT`], the run is
+    /// cancelled and will end `output_unavailable`.
+    fn event(&mut self, run: &mut Run, event: Event) {
+        if self.out.output_lost {
+            return;
+        }
+        let ev = WorkerEvent::RunEvent {
+            run_id: self.out.run_id.clone(),
+            name: event.name().into(),
+            data: event.into_data(),
+            critical: true,
+        };
+        if !self.out.ctx.sink.send_timeout(ev, CRITICAL_WAIT) {
+            self.out.output_lost = true;
+            self.out.ctx.cancel.cancel();
+            self.feed(run, Input::OutputLost);
+        }
+    }
+
+    /// Sends a delta if there is room: a full chunk waits a moment and is dropped after (the
+    /// part number skips, reconcile repairs it); a refused flush rides with the next delta.
+    fn delta(&mut self, run: &mut Run, data: MessageDeltaData, full: bool) {
+        if self.out.output_lost {
+            return;
+        }
+        let event = Event::MessageDelta(data.clone());
+        let ev = WorkerEvent::RunEvent {
+            run_id: self.out.run_id.clone(),
+            name: event.name().into(),
+            data: event.into_data(),
+            critical: false,
+        };
+        let sink = self.out.ctx.sink;
+        if full {
+            // Dropped if there is still no room: the reconcile repairs it.
+            sink.send_timeout(ev, FULL_CHUNK_WAIT);
+        } else if !sink.try_send(ev) {
+            self.feed(run, Input::DeltaRefused(data));
+        }
+    }
+
+    /// Appends stamped records and says what the machine needs of the store after.
+    fn append(&mut self, mut records: Vec<Record>, kind: AppendKind) -> Result<Stored, ErrorCode> {
+        let ts = crate::util::time::rfc3339(crate::util::time::now_ms());
+        for r in &mut records {
+            r.ts.clone_from(&ts);
+        }
+        self.out.append(&records)?;
+        let ctx = self.out.ctx;
+        // A subagent's history is its own file: never projected, its revision its own.
+        if self.out.subagent.is_some() {
+            return Ok(Stored {
+                room: Some(Room::unbounded()),
+                records: None,
+                revision: (kind == AppendKind::Input).then(fresh_revision),
+            });
+        }
+        let mut st = ctx.state();
+        let Some(a) = st.attachment.as_mut() else {
+            return Ok(Stored::default());
+        };
+        let revision = match kind {
+            // The revision names the history as of the input (the refreshed snapshot).
+            AppendKind::Input => Some(session::acknowledge(&ctx.rt, a)),
+            AppendKind::Final => session::refresh(&ctx.rt, a, &Cancel::default()).ok(),
+            AppendKind::Compaction | AppendKind::Step => None,
+        };
+        let stored = (kind == AppendKind::Input)
+            .then(|| a.history.as_ref().and_then(|h| h.replay().ok()))
+            .flatten()
+            .map(crate::history::Replay::records);
+        Ok(Stored {
+            room: Some(session::room(a)),
+            records: stored,
+            revision,
+        })
+    }
+
+    fn request<'r>(&self, req: &'r StepRequest, summary: bool) -> ModelRequest<'r>
+    where
+        Self: 'r,
+    {
+        let p = self.p;
+        ModelRequest {
+            model: p.model,
+            provider: p.provider,
+            instructions: if summary {
+                SUMMARY_SYSTEM
+            } else {
+                p.instructions
+            },
+            items: &req.items,
+            tools: if summary { &[] } else { p.tools },
+            effort: if summary { None } else { p.effort },
+            thinking: p.thinking,
+            max_output_tokens: req.max_output_tokens,
+        }
+    }
+
+    fn step(&mut self, run: &mut Run, client: &mut dyn ModelClient, req: &StepRequest) {
+        let cancel = self.out.ctx.cancel;
+        let request = self.request(req, false);
+        let mut sink = Live { d: self, run };
+        let result = client.step(&request, cancel, &mut sink);
+        self.feed(run, Input::StepEnded(result));
+    }
+
+    fn summarize(&mut self, run: &mut Run, client: &mut dyn ModelClient, req: &StepRequest) {
+        let cancel = self.out.ctx.cancel;
+        let request = self.request(req, true);
+        let mut sink = Collect {
+            d: self,
+            run,
+            text: String::new(),
+        };
+        let result = client.step(&request, cancel, &mut sink);
+        let text = std::mem::take(&mut sink.text);
+        self.feed(run, Input::SummaryEnded(result.map(|()| text)));
+    }
+
+    /// Blocks on what the run waits for; false when it waits for nothing.
+    fn wait(&mut self, run: &mut Run) -> bool {
+        let Some(waiting) = run.waiting() else {
+            return false;
+        };
+        let deadline = run.timeout().unwrap_or(0);
+        let left = Duration::from_millis(deadline.saturating_sub(self.now()));
+        let ctx = self.out.ctx;
+        let cancelled = || ctx.cancel.is_cancelled();
+        // The registry's wait expired: the run's deadline has come.
+        let expired = |d: &mut Self, run: &mut Run| {
+            let now = d.now().max(deadline);
+            run.handle(Input::Tick, now);
+        };
+        match waiting {
+            Waiting::Approval(id) => match ctx.approvals.wait(&id, left, &cancelled) {
+                d @ (super::Decision::Allowed | super::Decision::Denied) => {
+                    let allow = d == super::Decision::Allowed;
+                    self.feed(
+                        run,
+                        Input::Approval {
+                            approval_id: id,
+                            allow,
+                        },
+                    );
+                }
+                super::Decision::Expired => expired(self, run),
+                super::Decision::Cancelled => self.feed(run, Input::Tick),
+            },
+            Waiting::ClientCall(id) => match ctx.client_calls.wait(&id, left, &cancelled) {
+                super::client_calls::CallEnd::Answered { ok, output } => {
+                    let input = Input::ClientResult {
+                        call_id: id,
+                        ok,
+                        output,
+                    };
+                    self.feed(run, input);
+                }
+                super::client_calls::CallEnd::TimedOut => expired(self, run),
+                super::client_calls::CallEnd::Cancelled => self.feed(run, Input::Tick),
+            },
+        }
+        true
+    }
+
+    /// Runs the batch's tools: one on this thread, several (read-class built-ins) on scoped
+    /// threads; a panicked thread's tool has no outcome.
+    fn tools(&mut self, jobs: &[ToolJob]) -> Vec<ToolEnd> {
+        if let [job] = jobs {
+            return vec![self.tool(job)];
+        }
+        let (cwd, cancel) = (&self.out.ctx.rt.cwd, self.out.ctx.cancel);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|j| match j.kind {
+                    ToolKind::Builtin(b) => {
+                        Some(scope.spawn(move || tools::run(b, &j.input, cwd, cancel)))
+                    }
+                    _ => None,
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| ToolEnd {
+                    outcome: h.and_then(|h| h.join().ok()),
+                    lost: None,
+                })
+                .collect()
+        })
+    }
+
+    fn tool(&mut self, job: &ToolJob) -> ToolEnd {
+        let ctx = self.out.ctx;
+        let done = |outcome| ToolEnd {
+            outcome: Some(outcome),
+            lost: None,
+        };
+        match job.kind {
+            ToolKind::Builtin(b) => done(tools::run(b, &job.input, &ctx.rt.cwd, ctx.cancel)),
+            ToolKind::Task => done(super::subagent::run(self.out, &job.input)),
+            ToolKind::Mcp => match ctx.mcp.as_deref() {
+                Some(hub) => call_mcp(hub, &job.name, &job.input, ctx.cancel),
+                None => done(ToolOutcome::fail("unknown tool")),
+            },
+            ToolKind::Client => done(ToolOutcome::fail("unknown tool")),
+        }
+    }
+}
+
+/// Calls an MCP tool through the hub; a server found gone is reported with the outcome.
+fn call_mcp(hub: &McpHub, name: &str, input: &serde_json::Value, cancel: &Cancel) -> ToolEnd {
+    let done = hub.call(name, input, cancel);
+    let summary = match (done.result.ok, done.lost) {
+        (true, _) => "ok",
+        (false, Some(Lost::Exited)) => "server exited",
+        (false, Some(Lost::Failed)) => "server failed",
+        (false, None) => "error",
+    };
+    ToolEnd {
+        outcome: Some(ToolOutcome {
+            ok: done.result.ok,
+            summary: summary.to_owned(),
+            output: bound_output(done.result.text, false),
+            details: tools::ToolDetails::None,
+        }),
+        lost: done.lost,
+    }
+}
+
+/// Streams a step's events into the run, carrying out what each asks at once (deltas and
+/// events), so the client sees text as it comes.
+struct Live<'r, 'o, 'a> {
+    d: &'r mut Driver<'o, 'a>,
+    run: &'r mut Run,
+}
+
+impl Live<'_, '_, '_> {
+    fn give(&mut self, input: Input) {
+        self.d.feed(self.run, input);
+        // Nothing but events comes while a step streams; the loop takes the rest after.
+        while let Some(o) = self.run.poll_event() {
+            match o {
+                Output::Event(e) => self.d.event(self.run, e),
+                Output::Delta { data, full } => self.d.delta(self.run, data, full),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl StepSink for Live<'_, '_, '_> {
+    fn event(&mut self, ev: ModelEvent) -> bool {
+        self.give(Input::Model(ev));
+        !self.run.stop_streaming()
+    }
+
+    fn flush(&mut self) {
+        self.give(Input::Flush);
+    }
+
+    fn retry(&mut self, attempt: u32, wait: Duration) {
+        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.give(Input::Retry { attempt, wait_ms });
+    }
+}
+
+/// Collects the summary's text; nothing is streamed to the client (it is not a message).
+struct Collect<'r, 'o, 'a> {
+    d: &'r mut Driver<'o, 'a>,
+    run: &'r mut Run,
+    text: String,
+}
+
+impl StepSink for Collect<'_, '_, '_> {
+    fn event(&mut self, ev: ModelEvent) -> bool {
+        if let ModelEvent::TextDelta(t) = ev {
+            self.text.push_str(&t);
+        }
+        self.text.len() <= SUMMARY_BYTES * 2
+    }
+
+    fn retry(&mut self, attempt: u32, wait: Duration) {
+        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.d.feed(self.run, Input::Retry { attempt, wait_ms });
+        while let Some(o) = self.run.poll_event() {
+            if let Output::Event(e) = o {
+                self.d.event(self.run, e);
+            }
+        }
+    }
+}

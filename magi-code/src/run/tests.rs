@@ -1,0 +1,1 @@
+//! The run machine on a virtual clock: scripted inputs, every output checked.
