@@ -7,6 +7,8 @@ mod frames;
 mod fuzz_corpus;
 mod incremental;
 mod layering;
+#[path = "../support/npm.rs"]
+mod npm;
 mod schema;
 mod typescript;
 

@@ -1,5 +1,5 @@
 //! `docs/schema/protocol.d.ts` under the pinned TypeScript compiler of `tests/fixtures/ts`
-//! (`npm ci` there first; a missing compiler fails the test): the declarations compile alone
+//! (the test installs it; a failed install fails the test): the declarations compile alone
 //! with `--strict`, every frame of `docs/frontend-guide.md`'s example exchange type-checks as
 //! `Frame` (backend) or `Request` (client), and frames the schema refuses do not compile.
 
@@ -12,20 +12,10 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The compiler's entry point, or a failure naming the command that installs it.
+/// The compiler's entry point, installed from the pinned lockfile if missing or stale.
 fn tsc() -> PathBuf {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ts");
-    let entry = fixtures.join("node_modules/typescript/bin/tsc");
-    assert!(
-        entry.is_file(),
-        "{} missing: run `npm ci` in magi-code/tests/fixtures/ts",
-        entry.display()
-    );
-    assert!(
-        Command::new("node").arg("--version").output().is_ok(),
-        "node is not installed: the TypeScript check needs it (then `npm ci` in magi-code/tests/fixtures/ts)"
-    );
-    entry
+    crate::npm::ensure_npm(&fixtures, "node_modules/typescript/bin/tsc")
 }
 
 /// One compiler diagnostic: the file's name, its 1-based line, and the message.

@@ -1,16 +1,17 @@
 //! MCP servers over real pipes (`backend.md` "MCP servers"): approval by the global digest,
 //! parallel start, tools reaching the model, the `mcp` policy, faults of a misbehaving fake
 //! server, and teardown within the cleanup wait. The real servers come from
-//! `tests/fixtures/mcp` (`npm ci` there); those tests are skipped only when node is missing.
+//! `tests/fixtures/mcp`, which the tests install themselves (`common::npm`); a missing node or
+//! a failed install fails them.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
+use crate::common::npm::ensure_npm;
 use crate::common::{
     assert_error, events, history_kinds, init_params, last_message, result, start_turn, Env, Server,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 pub(crate) const WAIT: Duration = crate::common::STEP;
@@ -27,25 +28,14 @@ pub(crate) fn fake_with_pidfile(mode: &str, pidfile: &Path) -> Value {
     json!({"command": "python3", "args": [fixtures().join("fake_server.py"), mode, pidfile]})
 }
 
-/// The real server `pkg` (`server-filesystem`, `server-everything`) with `args`, or None
-/// (printing why) when node is missing. Missing packages with node present are a failure.
-fn real(pkg: &str, args: &[&str]) -> Option<Value> {
-    if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("skipped: node is not installed");
-        return None;
-    }
-    let entry = fixtures()
-        .join("node_modules/@modelcontextprotocol")
-        .join(pkg)
-        .join("dist/index.js");
-    assert!(
-        entry.is_file(),
-        "{} missing: run `npm ci` in tests/fixtures/mcp",
-        entry.display()
-    );
+/// The real server `pkg` (`server-filesystem`, `server-everything`) with `args`, its package
+/// installed from the pinned lockfile first if missing or stale (a failed install fails).
+fn real(pkg: &str, args: &[&str]) -> Value {
+    let entry = format!("node_modules/@modelcontextprotocol/{pkg}/dist/index.js");
+    let entry = ensure_npm(&fixtures(), &entry);
     let mut a = vec![json!(entry)];
     a.extend(args.iter().map(|x| json!(x)));
-    Some(json!({"command": "node", "args": a}))
+    json!({"command": "node", "args": a})
 }
 
 /// The approval digest of server `name` defined as `def` (its canonical definition).
@@ -553,9 +543,7 @@ fn the_filesystem_server_reads_a_file_for_the_model() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("note.txt"), "the MCP note\n").unwrap();
     let root = std::fs::canonicalize(&root).unwrap();
-    let Some(fs) = real("server-filesystem", &[root.to_str().unwrap()]) else {
-        return;
-    };
+    let fs = real("server-filesystem", &[root.to_str().unwrap()]);
     let path = root.join("note.txt");
     let llm = FakeLlm::start(vec![
         chat_tool_call(
@@ -612,12 +600,8 @@ fn the_filesystem_server_reads_a_file_for_the_model() {
 fn two_real_servers_start_in_parallel_and_tear_down_within_the_bound() {
     let env = Env::new();
     let root = std::fs::canonicalize(&env.cwd).unwrap();
-    let Some(fs) = real("server-filesystem", &[root.to_str().unwrap()]) else {
-        return;
-    };
-    let Some(every) = real("server-everything", &["stdio"]) else {
-        return;
-    };
+    let fs = real("server-filesystem", &[root.to_str().unwrap()]);
+    let every = real("server-everything", &["stdio"]);
     // Each alone, then both together.
     let mut alone = Vec::new();
     for (name, def) in [("fs", &fs), ("everything", &every)] {
@@ -674,9 +658,7 @@ fn two_real_servers_start_in_parallel_and_tear_down_within_the_bound() {
 
 #[test]
 fn a_real_server_call_is_cancelled_and_the_server_serves_the_next_turn() {
-    let Some(every) = real("server-everything", &["stdio"]) else {
-        return;
-    };
+    let every = real("server-everything", &["stdio"]);
     let env = Env::new();
     let script = env.root.join("script.json");
     std::fs::write(

@@ -14,6 +14,8 @@ mod client;
 pub mod fake_llm;
 mod fixtures;
 mod frames;
+#[path = "../../support/npm.rs"]
+pub mod npm;
 pub mod responses_sse;
 pub mod schema;
 mod server;
