@@ -3,7 +3,8 @@
 //! this thread or scoped ones, waits for the client's answers — and feeds their outcomes back
 //! with the time. It decides nothing the machine decides.
 
-use super::emit::{RunOutput, CRITICAL_WAIT};
+use super::approvals::Decision;
+use super::emit::RunOutput;
 use crate::history::compact::Snapshot;
 use crate::history::room::Room;
 use crate::history::{Record, ToolSpec};
@@ -23,7 +24,7 @@ use crate::util::clock::RealClock;
 use crate::util::ids::fresh_revision;
 use crate::wire::events::MessageDeltaData;
 use crate::wire::Event;
-use protocol_core::{ErrorCode, WorkerEvent};
+use protocol_core::ErrorCode;
 use std::time::{Duration, Instant};
 
 /// What a turn sends besides the conversation.
@@ -188,21 +189,12 @@ impl Driver<'_, '_> {
         }
     }
 
-    /// Sends an event that must arrive; if it cannot within [`CRITICAL_WAIT`], the run is
+    /// Sends an event that must arrive; if it cannot within the critical wait, the run is
     /// cancelled and will end `output_unavailable`.
     fn event(&mut self, run: &mut Run, event: Event) {
-        if self.out.output_lost {
-            return;
-        }
-        let ev = WorkerEvent::RunEvent {
-            run_id: self.out.run_id.clone(),
-            name: event.name().into(),
-            data: event.into_data(),
-            critical: true,
-        };
-        if !self.out.ctx.sink.send_timeout(ev, CRITICAL_WAIT) {
-            self.out.output_lost = true;
-            self.out.ctx.cancel.cancel();
+        let lost = self.out.output_lost;
+        self.out.critical(event);
+        if !lost && self.out.output_lost {
             self.feed(run, Input::OutputLost);
         }
     }
@@ -213,18 +205,12 @@ impl Driver<'_, '_> {
         if self.out.output_lost {
             return;
         }
-        let event = Event::MessageDelta(data.clone());
-        let ev = WorkerEvent::RunEvent {
-            run_id: self.out.run_id.clone(),
-            name: event.name().into(),
-            data: event.into_data(),
-            critical: false,
-        };
-        let sink = self.out.ctx.sink;
+        let part = usize::try_from(data.part).unwrap_or(usize::MAX);
         if full {
             // Dropped if there is still no room: the reconcile repairs it.
-            sink.send_timeout(ev, FULL_CHUNK_WAIT);
-        } else if !sink.try_send(ev) {
+            self.out
+                .delta_wait(&data.message_id, part, &data.text, FULL_CHUNK_WAIT);
+        } else if !self.out.delta(&data.message_id, part, &data.text) {
             self.feed(run, Input::DeltaRefused(data));
         }
     }
@@ -324,8 +310,8 @@ impl Driver<'_, '_> {
         };
         match waiting {
             Waiting::Approval(id) => match ctx.approvals.wait(&id, left, &cancelled) {
-                d @ (super::Decision::Allowed | super::Decision::Denied) => {
-                    let allow = d == super::Decision::Allowed;
+                d @ (Decision::Allowed | Decision::Denied) => {
+                    let allow = d == Decision::Allowed;
                     self.feed(
                         run,
                         Input::Approval {
@@ -334,8 +320,8 @@ impl Driver<'_, '_> {
                         },
                     );
                 }
-                super::Decision::Expired => expired(self, run),
-                super::Decision::Cancelled => self.feed(run, Input::Tick),
+                Decision::Expired => expired(self, run),
+                Decision::Cancelled => self.feed(run, Input::Tick),
             },
             Waiting::ClientCall(id) => match ctx.client_calls.wait(&id, left, &cancelled) {
                 super::client_calls::CallEnd::Answered { ok, output } => {

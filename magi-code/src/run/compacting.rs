@@ -1,12 +1,13 @@
 //! Compaction as states of the run (`runner.md` 7): the `compaction` activity stored, the
 //! summary request (an overflow retries once with half the input), the `compaction` record
-//! stored, and the run resumed where it compacted. Every append outcome is handled: a lost
+//! stored; then the run resumes where it compacted (`machine`). Every append outcome is handled: a lost
 //! one ends the run `persistence_failed` with persistence `degraded`.
 
 use super::compaction::{
     summary_budget, summary_output_bound, transcript, Compacted, SUMMARY_BYTES, SUMMARY_INSTRUCTION,
 };
-use super::{After, AppendKind, End, Output, Phase, Run, StepRequest, Stored};
+use super::io::{After, AppendKind, Output, StepRequest, Stored};
+use super::shared::Shared;
 use crate::history::{ActivityKind, ActivityState, Body, Item, Record};
 use crate::providers::StepFailure;
 use crate::util::redact::sanitize_text;
@@ -38,164 +39,151 @@ enum Stage {
     Storing,
 }
 
-impl Run {
-    /// Compacts the conversation now, for the check at `at`.
-    pub(super) fn compact(&mut self, at: After) {
-        if !self.take_activity() {
-            return self.resume(at, Compacted::Skipped);
-        }
-        let id = self.voice.fresh_id("c-");
-        let started =
-            self.compaction_activity(&id, ActivityState::Started, "summarizing the conversation");
-        let budget = summary_budget(self.cfg.context_window, self.cfg.max_output_tokens);
-        self.store_compaction(
-            Compaction {
-                id,
-                at,
-                stage: Stage::Opening,
-                budget,
-                overflowed: false,
-                pending: Vec::new(),
-            },
-            vec![started],
-        );
-    }
+/// What comes after a compaction's state changed.
+#[derive(Debug)]
+pub enum CompactNext {
+    /// It waits for its append or its summary.
+    Wait(Compaction),
+    /// It is over: the run resumes at the check it started from.
+    Resume(After, Compacted),
+}
 
-    fn compaction_activity(&mut self, id: &str, state: ActivityState, summary: &str) -> Record {
-        let (event, record) =
-            self.voice
-                .activity(id, ActivityKind::Compaction, state, "compaction", summary);
-        self.voice.critical(event);
-        record
+/// Compacts the conversation now, for the check at `at`.
+pub fn start(sh: &mut Shared, at: After) -> CompactNext {
+    if !sh.take_activity() {
+        return CompactNext::Resume(at, Compacted::Skipped);
     }
+    let id = sh.voice.fresh_id("c-");
+    let started = activity(
+        sh,
+        &id,
+        ActivityState::Started,
+        "summarizing the conversation",
+    );
+    let budget = summary_budget(sh.cfg.context_window, sh.cfg.max_output_tokens);
+    let c = Compaction {
+        id,
+        at,
+        stage: Stage::Opening,
+        budget,
+        overflowed: false,
+        pending: Vec::new(),
+    };
+    store(sh, c, vec![started])
+}
 
-    fn store_compaction(&mut self, mut c: Compaction, records: Vec<Record>) {
-        c.pending.clone_from(&records);
-        self.voice.queue.push_back(Output::Append {
-            records,
-            kind: AppendKind::Compaction,
-        });
-        self.phase = Phase::Compacting(c);
-    }
+fn activity(sh: &mut Shared, id: &str, state: ActivityState, summary: &str) -> Record {
+    let (event, record) =
+        sh.voice
+            .activity(id, ActivityKind::Compaction, state, "compaction", summary);
+    sh.voice.critical(event);
+    record
+}
 
-    fn summarize(&mut self, mut c: Compaction) {
-        let text = format!(
-            "{}\n\n---\n{SUMMARY_INSTRUCTION}",
-            transcript(&self.items, c.budget)
-        );
-        self.voice.queue.push_back(Output::Summarize(StepRequest {
-            items: vec![Item::User { text }],
-            max_output_tokens: summary_output_bound(
-                self.cfg.context_window,
-                self.cfg.max_output_tokens,
-            ),
-        }));
-        c.stage = Stage::Summarizing;
-        self.phase = Phase::Compacting(c);
-    }
+fn store(sh: &mut Shared, mut c: Compaction, records: Vec<Record>) -> CompactNext {
+    c.pending.clone_from(&records);
+    sh.push(Output::Append {
+        records,
+        kind: AppendKind::Compaction,
+    });
+    CompactNext::Wait(c)
+}
 
-    /// An append of the compaction's records ended.
-    pub(super) fn compaction_stored(&mut self, mut c: Compaction, r: Result<Stored, ErrorCode>) {
-        if r.is_err() {
-            if c.stage == Stage::Opening {
-                // Closed for the client; its record could not be stored either.
-                let failed = "the compaction could not be stored";
-                drop(self.compaction_activity(&c.id, ActivityState::Failed, failed));
-            }
-            return self.resume(c.at, Compacted::Unstored);
-        }
-        self.comp.note(&std::mem::take(&mut c.pending));
-        match std::mem::replace(&mut c.stage, Stage::Summarizing) {
-            Stage::Opening => self.summarize(c),
-            Stage::Closing {
-                cancelled: true, ..
-            } => self.resume(c.at, Compacted::Cancelled),
-            Stage::Closing { why, .. } => {
-                let summary = format!("the conversation could not be compacted ({why})");
-                self.voice
-                    .diagnostic(DiagnosticCode::CompactionFailed, &summary);
-                self.resume(c.at, Compacted::Failed);
-            }
-            Stage::Storing => {
-                self.comp.restart();
-                self.resume(c.at, Compacted::Done);
-            }
-            Stage::Summarizing => self.phase = Phase::Compacting(c),
-        }
-    }
+fn summarize(sh: &mut Shared, mut c: Compaction) -> CompactNext {
+    let text = format!(
+        "{}\n\n---\n{SUMMARY_INSTRUCTION}",
+        transcript(&sh.items, c.budget)
+    );
+    let max_output_tokens = summary_output_bound(sh.cfg.context_window, sh.cfg.max_output_tokens);
+    sh.push(Output::Summarize(StepRequest {
+        items: vec![Item::User { text }],
+        max_output_tokens,
+    }));
+    c.stage = Stage::Summarizing;
+    CompactNext::Wait(c)
+}
 
-    /// The summary request ended with its raw text.
-    pub(super) fn on_summary(&mut self, r: Result<String, StepFailure>) {
-        if !matches!(self.phase, Phase::Compacting(_)) {
-            return;
+/// An append of the compaction's records ended.
+pub fn stored(sh: &mut Shared, mut c: Compaction, r: Result<Stored, ErrorCode>) -> CompactNext {
+    if r.is_err() {
+        if c.stage == Stage::Opening {
+            // Closed for the client; its record could not be stored either.
+            let failed = "the compaction could not be stored";
+            drop(activity(sh, &c.id, ActivityState::Failed, failed));
         }
-        let Phase::Compacting(mut c) = std::mem::replace(&mut self.phase, Phase::Finished) else {
-            return;
-        };
-        if c.stage != Stage::Summarizing {
-            self.phase = Phase::Compacting(c);
-            return;
-        }
-        if matches!(r, Err(StepFailure::ContextOverflow)) && !c.overflowed {
-            c.overflowed = true;
-            c.budget /= 2;
-            return self.summarize(c);
-        }
-        let cancelled = self.cancelled || self.voice.output_lost;
-        // An empty summary would replace the conversation with nothing.
-        let r = r.and_then(|t| {
-            let summary = crate::util::text::bounded(sanitize_text(&t).trim(), SUMMARY_BYTES);
-            if summary.is_empty() {
-                Err(StepFailure::Remote)
-            } else {
-                Ok(summary)
-            }
-        });
-        let summary = match r {
-            Ok(s) if !cancelled => s,
-            failed => {
-                let why = match failed {
-                    Err(f) if !cancelled => f
-                        .code()
-                        .map_or("cancelled", DiagnosticCode::as_str)
-                        .to_owned(),
-                    _ => "cancelled".to_owned(),
-                };
-                let what = format!("the summary request failed ({why})");
-                let done = self.compaction_activity(&c.id, ActivityState::Failed, &what);
-                c.stage = Stage::Closing { cancelled, why };
-                return self.store_compaction(c, vec![done]);
-            }
-        };
-        let through = self.comp.replace(&mut self.items, &summary);
-        let record = self.voice.record(Body::Compaction {
-            summary: Some(summary),
-            through: Some(through),
-            title: None,
-        });
-        let what = format!("summarized {through} records");
-        let done = self.compaction_activity(&c.id, ActivityState::Completed, &what);
-        c.stage = Stage::Storing;
-        self.store_compaction(c, vec![record, done]);
+        return CompactNext::Resume(c.at, Compacted::Unstored);
     }
+    sh.comp.note(&std::mem::take(&mut c.pending));
+    match std::mem::replace(&mut c.stage, Stage::Summarizing) {
+        Stage::Opening => summarize(sh, c),
+        Stage::Closing {
+            cancelled: true, ..
+        } => CompactNext::Resume(c.at, Compacted::Cancelled),
+        Stage::Closing { why, .. } => {
+            let summary = format!("the conversation could not be compacted ({why})");
+            sh.voice
+                .diagnostic(DiagnosticCode::CompactionFailed, &summary);
+            CompactNext::Resume(c.at, Compacted::Failed)
+        }
+        Stage::Storing => {
+            sh.comp.restart();
+            CompactNext::Resume(c.at, Compacted::Done)
+        }
+        // No append is out while the summary is: an outcome now changes nothing.
+        Stage::Summarizing => CompactNext::Wait(c),
+    }
+}
 
-    /// Goes on where the compaction started.
-    fn resume(&mut self, at: After, compacted: Compacted) {
-        match at {
-            After::Due | After::NoRoom => self.before_request(at, compacted),
-            After::Overflow => match compacted {
-                Compacted::Done => {
-                    self.steps -= 1;
-                    self.begin_step();
-                }
-                Compacted::Unstored => {
-                    self.degraded = true;
-                    self.finish(End::Failed(ErrorCode::PersistenceFailed));
-                }
-                Compacted::Skipped | Compacted::Failed | Compacted::Cancelled => {
-                    self.overflow_stays();
-                }
-            },
-        }
+/// Whether the compaction waits for its summary (a retry's diagnostic names it).
+#[must_use]
+pub fn summarizing(c: &Compaction) -> bool {
+    c.stage == Stage::Summarizing
+}
+
+/// The summary request ended with its raw text.
+pub fn summary(sh: &mut Shared, mut c: Compaction, r: Result<String, StepFailure>) -> CompactNext {
+    if c.stage != Stage::Summarizing {
+        return CompactNext::Wait(c);
     }
+    if matches!(r, Err(StepFailure::ContextOverflow)) && !c.overflowed {
+        c.overflowed = true;
+        c.budget /= 2;
+        return summarize(sh, c);
+    }
+    let cancelled = sh.cancelled || sh.voice.output_lost;
+    // An empty summary would replace the conversation with nothing.
+    let r = r.and_then(|t| {
+        let summary = crate::util::text::bounded(sanitize_text(&t).trim(), SUMMARY_BYTES);
+        if summary.is_empty() {
+            Err(StepFailure::Remote)
+        } else {
+            Ok(summary)
+        }
+    });
+    let summary = match r {
+        Ok(s) if !cancelled => s,
+        failed => {
+            let why = match failed {
+                Err(f) if !cancelled => f
+                    .code()
+                    .map_or("cancelled", DiagnosticCode::as_str)
+                    .to_owned(),
+                _ => "cancelled".to_owned(),
+            };
+            let what = format!("the summary request failed ({why})");
+            let done = activity(sh, &c.id, ActivityState::Failed, &what);
+            c.stage = Stage::Closing { cancelled, why };
+            return store(sh, c, vec![done]);
+        }
+    };
+    let through = sh.comp.replace(&mut sh.items, &summary);
+    let record = sh.voice.record(Body::Compaction {
+        summary: Some(summary),
+        through: Some(through),
+        title: None,
+    });
+    let what = format!("summarized {through} records");
+    let done = activity(sh, &c.id, ActivityState::Completed, &what);
+    c.stage = Stage::Storing;
+    store(sh, c, vec![record, done])
 }

@@ -1,7 +1,7 @@
 //! How a run speaks without doing I/O: the events, deltas and records it queues for its
 //! driver, the run's IDs, and the fresh IDs it names its messages, activities and asks with.
 
-use super::Output;
+use super::io::Output;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
 use crate::wire::events::{self as wire, ActivityData, DiagnosticData, MessageDeltaData};
 use crate::wire::{DiagnosticCode, Event};

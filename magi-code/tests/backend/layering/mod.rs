@@ -37,7 +37,9 @@ const LAYERS: [&[&str]; 10] = [
     /* 1 */ &["main.rs", "serve.rs", "cli/"],
     /* 2 */ &["worker/"],
     /* 3 */ &["agent/", "startup/"],
-    /* 4 */ &["session/"],
+    // `run/` (the sans-IO run machine) is driven by `agent/` and names no session.
+    /* 4 */
+    &["session/", "run/"],
     /* 5 */ &["catalog/", "discovery/"],
     /* 6 */ &["tools/", "providers/"],
     /* 7 */ &["mcp/", "history/"],

@@ -1,0 +1,289 @@
+//! What goes into the run machine and what comes out: its configuration, inputs, outputs,
+//! states and the small facts they carry. Types only.
+
+use super::outcome::Finished;
+use crate::config::{Hooks, Policy};
+use crate::history::compact::Snapshot;
+use crate::history::room::Room;
+use crate::history::{Item, Record};
+use crate::mcp::Lost;
+use crate::providers::{ModelEvent, StepFailure};
+use crate::tools::{ToolKind, ToolOutcome, ToolRegistry};
+use crate::wire::events::MessageDeltaData;
+use crate::wire::Event;
+use protocol_core::ErrorCode;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The policy of each tool class, from the settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Policies {
+    /// Read-class built-ins.
+    pub read: Policy,
+    /// Write-class built-ins.
+    pub write: Policy,
+    /// `shell`.
+    pub shell: Policy,
+    /// `client.tools`.
+    pub client: Policy,
+    /// MCP tools.
+    pub mcp: Policy,
+    /// `task`.
+    pub task: Policy,
+}
+
+/// Everything a run is started with; nothing in it is read from outside later.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The session the events name.
+    pub session_id: String,
+    /// The run the events name.
+    pub run_id: String,
+    /// The session ID its records carry (a subagent's own, else the session's).
+    pub record_session: String,
+    /// A subagent: its events but approval requests stay quiet, its revision is its own.
+    pub quiet: bool,
+    /// Makes the run's fresh IDs unique (the driver draws it at random).
+    pub seed: u128,
+    /// The turn's prompt.
+    pub prompt: String,
+    /// The conversation before it.
+    pub history: Snapshot,
+    /// The provider (settings name): named by the `context_window` diagnostics.
+    pub provider: String,
+    /// The bytes the instructions and tool definitions take of each request.
+    pub fixed_bytes: u64,
+    /// The provider's output bound.
+    pub max_output_tokens: u64,
+    /// Steps per turn.
+    pub max_steps: u32,
+    /// The model's context window in tokens; `u64::MAX` never compacts.
+    pub context_window: u64,
+    /// The run's tool table: kind, class, schema and summary of what it offers.
+    pub tools: Arc<ToolRegistry>,
+    /// The tool classes' policies.
+    pub policies: Policies,
+    /// The `pre_tool` and `post_tool` hooks.
+    pub hooks: Hooks,
+    /// Whether the client negotiated `tool.cards`.
+    pub tool_cards: bool,
+    /// The session's cwd (cards show paths relative to it).
+    pub cwd: PathBuf,
+    /// A `mcp_tools_left_out` summary to report once the input is stored.
+    pub left_out: Option<String>,
+}
+
+/// Which records an [`Output::Append`] carries: the driver reports what the machine needs of
+/// the store after each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendKind {
+    /// The turn's `user_input`: the store reports the input's revision and record count.
+    Input,
+    /// A compaction's records.
+    Compaction,
+    /// A tool step's records.
+    Step,
+    /// The last records with `run_finished`: the store reports the revision that pages them.
+    Final,
+}
+
+/// What the store says after a successful append.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stored {
+    /// The room the session's projection has left now.
+    pub room: Option<Room>,
+    /// Records the history holds now ([`AppendKind::Input`]; `None` for a subagent).
+    pub records: Option<u64>,
+    /// The revision of the history now ([`AppendKind::Input`] and [`AppendKind::Final`]).
+    pub revision: Option<String>,
+}
+
+/// One model request for the driver to stream: the conversation and its output bound. The
+/// driver adds the model, the instructions and the tools (none for a summary).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRequest {
+    /// The conversation.
+    pub items: Vec<Item>,
+    /// The output bound.
+    pub max_output_tokens: u64,
+}
+
+/// One tool for the driver to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolJob {
+    /// Built-in, `task` or MCP (client tools are asked with [`Output::Event`]).
+    pub kind: ToolKind,
+    /// The tool's name.
+    pub name: String,
+    /// Its input, checked against its schema.
+    pub input: Value,
+}
+
+/// How one tool job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolEnd {
+    /// What it produced; `None` when its thread panicked.
+    pub outcome: Option<ToolOutcome>,
+    /// The MCP server behind it was found gone.
+    pub lost: Option<Lost>,
+}
+
+/// How one hook run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookEnd {
+    /// The shell exited with this status and every pipe closed.
+    Exit(i32),
+    /// It failed otherwise: a short phrase (`timed out after 10 s`, `killed by signal 9`).
+    Failed(String),
+    /// The run's cancellation stopped it (its group was killed).
+    Cancelled,
+}
+
+/// What the driver must do next, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Send this event; it must arrive ([`Input::OutputLost`] if it cannot).
+    Event(Event),
+    /// Send this delta if there is room (a `full` chunk may wait a moment); hand a refused
+    /// non-full one back with [`Input::DeltaRefused`].
+    Delta {
+        /// The delta.
+        data: MessageDeltaData,
+        /// A whole coalesced chunk.
+        full: bool,
+    },
+    /// Append these records durably, then [`Input::Appended`].
+    Append {
+        /// The records, to stamp with the time.
+        records: Vec<Record>,
+        /// What they are.
+        kind: AppendKind,
+    },
+    /// Stream one step: [`Input::Model`], [`Input::Flush`] and [`Input::Retry`] as they come,
+    /// then [`Input::StepEnded`].
+    Step(StepRequest),
+    /// Send the summary request (same model, no tools, nothing streamed): its retries as
+    /// [`Input::Retry`], then [`Input::SummaryEnded`].
+    Summarize(StepRequest),
+    /// Register approval `approval_id` so the client's answer can reach the run, before its
+    /// `approval.requested` event goes out.
+    OpenApproval(String),
+    /// Register client tool call `call_id` before its `client.tool.call` event goes out.
+    OpenClientCall(String),
+    /// Run one hook command with `stdin` (bounded by the hook bound), then [`Input::HookEnded`].
+    Hook {
+        /// The shell command.
+        command: String,
+        /// What it reads.
+        stdin: Vec<u8>,
+    },
+    /// Run these tools (concurrently when several), then [`Input::ToolsEnded`] in order.
+    Tools(Vec<ToolJob>),
+    /// The run's terminal facts: nothing follows.
+    Finished(Finished),
+}
+
+/// What happened, for the machine to act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The last [`Output::Append`] succeeded, or failed with this code.
+    Appended(Result<Stored, ErrorCode>),
+    /// One event of the streaming step.
+    Model(ModelEvent),
+    /// The events of one network read are in: coalesced text goes out.
+    Flush,
+    /// A retry of the request is about to wait `wait_ms` (attempt counts from 1).
+    Retry {
+        /// The attempt.
+        attempt: u32,
+        /// The wait.
+        wait_ms: u64,
+    },
+    /// The streaming step ended.
+    StepEnded(Result<(), StepFailure>),
+    /// The summary request ended with its raw text.
+    SummaryEnded(Result<String, StepFailure>),
+    /// The tools of the last [`Output::Tools`] ended, in order.
+    ToolsEnded(Vec<ToolEnd>),
+    /// The last [`Output::Hook`] ended.
+    HookEnded(HookEnd),
+    /// The client answered approval `approval_id`.
+    Approval {
+        /// The approval.
+        approval_id: String,
+        /// Allowed or denied.
+        allow: bool,
+    },
+    /// The client answered client tool call `call_id`.
+    ClientResult {
+        /// The call.
+        call_id: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// Its output.
+        output: String,
+    },
+    /// A non-full delta found no room.
+    DeltaRefused(MessageDeltaData),
+    /// A critical event could not be delivered: the run ends `output_unavailable`.
+    OutputLost,
+    /// `turn.cancel`, shutdown or EOF.
+    Cancel,
+    /// Time passed (the deadline of [`Run::timeout`] may have come).
+    Tick,
+}
+
+/// The run's states (`docs/architecture.md` has the table of what each waits for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Built, not started.
+    Admitted,
+    /// Its input's append is out.
+    PersistingInput,
+    /// A compaction is summarizing or storing.
+    Compacting,
+    /// A model step is streaming.
+    Streaming,
+    /// Tool calls are being prepared, run or completed (hooks included).
+    RunningCalls,
+    /// A call waits for the client's approval.
+    AwaitingApproval,
+    /// A call waits for the client's tool result.
+    AwaitingClientTool,
+    /// The terminal records are being appended.
+    Finishing,
+    /// [`Output::Finished`] is out: every further input is ignored.
+    Finished,
+}
+
+/// What the driver blocks on while nothing else is pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waiting {
+    /// The client's answer to this approval, until the deadline.
+    Approval(String),
+    /// The client's result of this call, until the deadline.
+    ClientCall(String),
+}
+
+/// How the step loop ended before the terminal records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The model called no tool.
+    Completed,
+    /// Cancelled.
+    Cancelled,
+    /// Failed with this code.
+    Failed(ErrorCode),
+}
+
+/// Where a compaction was started, so the run resumes there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// Due before a step.
+    Due,
+    /// The step's reply had no room.
+    NoRoom,
+    /// The provider refused the step as too long.
+    Overflow,
+}
