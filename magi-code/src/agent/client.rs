@@ -1,6 +1,6 @@
 //! Which model client a run (a turn or a subagent) talks to, and how its model takes effort.
 
-use super::drive::LoopParams;
+use super::params::LoopParams;
 use crate::history::ToolSpec;
 use crate::providers::model::Thinking;
 use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};

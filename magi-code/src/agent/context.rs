@@ -88,7 +88,7 @@ pub fn table(rt: &Runtime, mcp: Option<&McpHub>) -> ToolRegistry {
     let mut t = ToolRegistry::builtin();
     // Names are distinct and valid by construction: `task` is no built-in, the hub offers
     // only valid unique `mcp__` names, and `initialize` refuses client tools that would clash.
-    let _ = super::subagent::add_task(&mut t, rt);
+    let _ = super::task::add_task(&mut t, rt);
     for tool in mcp.into_iter().flat_map(McpHub::tools) {
         let _ = t.add_mcp(tool);
     }

@@ -4,12 +4,14 @@
 //! with the time. It decides nothing the machine decides.
 
 use super::approvals::Decision;
+use super::client;
 use super::emit::RunOutput;
+use super::params::LoopParams;
+use super::subagent;
 use crate::history::compact::Snapshot;
 use crate::history::room::Room;
-use crate::history::{Record, ToolSpec};
+use crate::history::Record;
 use crate::mcp::{Lost, McpHub};
-use crate::providers::model::Thinking;
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepSink};
 use crate::run::compaction::{fixed_bytes, SUMMARY_BYTES, SUMMARY_SYSTEM};
 use crate::run::{
@@ -26,31 +28,6 @@ use crate::wire::events::MessageDeltaData;
 use crate::wire::Event;
 use protocol_core::ErrorCode;
 use std::time::{Duration, Instant};
-
-/// What a turn sends besides the conversation.
-#[derive(Debug, Clone, Copy)]
-pub struct LoopParams<'a> {
-    /// The provider (settings name).
-    pub provider: &'a str,
-    /// The model.
-    pub model: &'a str,
-    /// Base prompt and instructions.
-    pub instructions: &'a str,
-    /// The tools offered.
-    pub tools: &'a [ToolSpec],
-    /// The effective explicit effort, `None` for `default`.
-    pub effort: Option<&'a str>,
-    /// How an Anthropic model takes effort.
-    pub thinking: Thinking,
-    /// The provider's output bound; a step's is at most the window less its estimate
-    /// (`decisions.md` 45), the summary request's at most a quarter of the window.
-    pub max_output_tokens: u64,
-    /// Steps per turn.
-    pub max_steps: u32,
-    /// The model's context window in tokens; `u64::MAX` never compacts (the scripted
-    /// provider, which reads no conversation).
-    pub context_window: u64,
-}
 
 /// How long a full chunk of coalesced delta text waits for channel room before it is dropped.
 const FULL_CHUNK_WAIT: Duration = Duration::from_millis(100);
@@ -374,13 +351,49 @@ impl Driver<'_, '_> {
         };
         match job.kind {
             ToolKind::Builtin(b) => done(tools::run(b, &job.input, &ctx.rt.cwd, ctx.cancel)),
-            ToolKind::Task => done(super::subagent::run(self.out, &job.input)),
+            ToolKind::Task => done(self.subagent(&job.input)),
             ToolKind::Mcp => match ctx.mcp.as_deref() {
                 Some(hub) => call_mcp(hub, &job.name, &job.input, ctx.cancel),
                 None => done(ToolOutcome::fail("unknown tool")),
             },
             ToolKind::Client => done(ToolOutcome::fail("unknown tool")),
         }
+    }
+}
+
+impl Driver<'_, '_> {
+    /// Runs one `task` call: its subagent is a run of its own, driven here to its end.
+    fn subagent(&mut self, input: &serde_json::Value) -> ToolOutcome {
+        let mut child = match subagent::prepare(self.out, input) {
+            Ok(c) => c,
+            Err(refused) => return refused,
+        };
+        let rt = &self.out.ctx.rt;
+        let effort = child.selection.effective_effort();
+        let table = child.out.tools.clone();
+        let params = client::loop_params(
+            rt,
+            &child.selection,
+            effort.as_deref(),
+            &child.instructions,
+            table.specs(),
+        );
+        // A new history: its `session_meta` is the one record before the subagent's input.
+        let fresh = Snapshot {
+            records: 1,
+            ..Snapshot::default()
+        };
+        let finished = execute(
+            &mut child.out,
+            child.model.as_mut(),
+            &child.prompt,
+            fresh,
+            &params,
+        );
+        if child.out.output_lost {
+            self.out.output_lost = true;
+        }
+        subagent::outcome(&child.out, &finished)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::approvals::Approvals;
 use super::client_calls::ClientCalls;
-use super::subagent::Quiet;
+use super::quiet::Quiet;
 use crate::history::{ActivityKind, ActivityState, Body, Record};
 use crate::run::Finished;
 use crate::runtime::Runtime;

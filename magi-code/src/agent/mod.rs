@@ -10,7 +10,10 @@ pub mod context;
 pub mod drive;
 pub mod emit;
 pub mod hooks;
+pub mod params;
+pub mod quiet;
 pub mod subagent;
+pub mod task;
 pub mod title;
 
 pub use crate::run::{Finished, Persistence, RunOutcome};

@@ -5,160 +5,30 @@
 
 use super::client;
 use super::context;
-use super::drive;
 use super::emit::RunOutput;
+use super::quiet::Quiet;
+use super::task::TaskIn;
 use crate::config::Profile;
-use crate::history::compact::Snapshot;
 use crate::history::{Body, Record, ToolSpec};
 use crate::mcp::McpHub;
-use crate::run::RunOutcome;
+use crate::providers::ModelClient;
+use crate::run::{Finished, RunOutcome};
 use crate::runtime::Runtime;
 use crate::session::{self, Selection};
 use crate::store::{sync_dir, Appender, SessionId, Sessions};
-use crate::tools::outcome::{bound_output, one_line};
-use crate::tools::{AddError, ToolDetails, ToolKind, ToolOutcome, ToolRegistry};
-use crate::util::redact::safe_name;
-use crate::util::schema::{self, SchemaError, Validator};
+use crate::tools::outcome::bound_output;
+use crate::tools::{ToolDetails, ToolOutcome, ToolRegistry};
 use protocol_core::ErrorCode;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fs;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-
-/// The tool's name as offered to the model.
-pub const TOOL: &str = "task";
-
-/// What the model reads about `task`, before the list of agents.
-const DESCRIPTION: &str = "Run a subagent: a separate agent with its own conversation that works \
-     on one self-contained task with the tools it is allowed (it cannot start subagents) and \
-     ends with a final reply, which is this tool's result. It sees nothing of this \
-     conversation, so the prompt must say everything it needs. Without `agent` a general \
-     subagent with every tool runs.";
+use std::sync::Arc;
 
 /// Said to every subagent after the base prompt.
 const SUBAGENT_NOTE: &str = "You are a subagent: another agent delegated one task to you. \
      Work on it alone with your tools; your final reply is all that agent sees of your work, \
      so make it complete and self-contained.";
-
-/// The profiles `task` accepts: every admitted one not in `agents.disabled`.
-pub fn accepted(rt: &Runtime) -> impl Iterator<Item = &Profile> {
-    rt.profiles
-        .iter()
-        .filter(|p| !rt.settings.agents_disabled.contains(&p.name))
-}
-
-/// The `task` tool's definition: its description names every accepted profile with its
-/// description.
-#[must_use]
-pub fn spec(rt: &Runtime) -> ToolSpec {
-    let mut description = DESCRIPTION.to_owned();
-    let mut names = Vec::new();
-    for p in accepted(rt) {
-        if names.is_empty() {
-            description.push_str("\n\nAgents (`agent`):");
-        }
-        description.push_str(&format!("\n- {}: {}", p.name, one_line(&p.description)));
-        names.push(p.name.clone());
-    }
-    let mut agent = json!({"type": "string", "description": "The agent to run; omit it for a general subagent."});
-    if !names.is_empty() {
-        agent["enum"] = json!(names);
-    }
-    ToolSpec {
-        name: TOOL.to_owned(),
-        description,
-        input_schema: input_schema(agent),
-    }
-}
-
-/// `task`'s input schema with this `agent` property.
-fn input_schema(agent: Value) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "description": {"type": "string", "description": "A few words saying what the task is."},
-            "prompt": {"type": "string", "description": "The whole task: everything the subagent needs to know."},
-            "agent": agent,
-        },
-        "required": ["description", "prompt"],
-        "additionalProperties": false,
-    })
-}
-
-/// The input of a call, exactly (decision 17's strictness).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TaskIn {
-    // Required, but never shown: activities name the profile, not the model's words.
-    #[allow(dead_code)]
-    description: String,
-    prompt: String,
-    #[serde(default)]
-    agent: Option<String>,
-}
-
-/// The name a call shows in its activity and approval: its profile's, else `general`.
-#[must_use]
-pub fn describe(input: &Value) -> String {
-    match input.get("agent") {
-        None | Some(Value::Null) => "general".to_owned(),
-        Some(Value::String(a)) => safe_name(&one_line(a)).unwrap_or_else(|| "agent".into()),
-        Some(_) => "agent".to_owned(),
-    }
-}
-
-/// The `started` activity's summary of a call described as `described`.
-#[must_use]
-pub fn started(described: &str) -> String {
-    format!("{described}: running")
-}
-
-/// A subagent's voice: where its records go and the text it ended with.
-pub struct Quiet {
-    id: String,
-    file: Mutex<QuietFile>,
-}
-
-struct QuietFile {
-    appender: Appender,
-    /// The text of the last assistant segment not followed by a tool call.
-    last_text: String,
-}
-
-impl Quiet {
-    /// The subagent's own ID (`<session_id>-<n>`), which its records carry.
-    #[must_use]
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Appends records to the subagent's history and fsyncs (the primary history's appender).
-    pub fn append(&self, records: &[Record]) -> Result<(), ErrorCode> {
-        let mut f = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        f.appender
-            .append(records)
-            .map_err(|_| ErrorCode::PersistenceFailed)?;
-        for r in records {
-            match &r.body {
-                Body::AssistantMessage {
-                    text: Some(t),
-                    partial: false,
-                    ..
-                } => t.clone_into(&mut f.last_text),
-                Body::ToolCall { .. } => f.last_text.clear(),
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    fn final_text(&self) -> String {
-        let f = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        f.last_text.clone()
-    }
-}
 
 /// The ID of the `n`-th subagent of session `parent`, if it is inside the session ID grammar
 /// (at most 64 bytes).
@@ -246,18 +116,6 @@ pub fn table(mcp: Option<&McpHub>, profile: Option<&Profile>) -> ToolRegistry {
     }
 }
 
-/// Offers `task` in `table`. Its input is checked against its fixed shape (`description` and
-/// `prompt` strings, `agent` an optional string, nothing else), not the offered `enum` of
-/// agents: a name outside it keeps its own refusal (`unknown agent`, `refused: that agent is
-/// disabled`), as `runner.md` 7 says.
-pub fn add_task(table: &mut ToolRegistry, rt: &Runtime) -> Result<(), AddError> {
-    static SHAPE: OnceLock<Result<Validator, SchemaError>> = OnceLock::new();
-    let shape = SHAPE.get_or_init(|| schema::compile(&input_schema(json!({"type": "string"}))));
-    table.add(spec(rt), ToolKind::Task, shape.clone(), |_, input| {
-        describe(input)
-    })
-}
-
 /// Which profile a call asks for: `Ok(None)` for a general subagent.
 fn profile<'r>(rt: &'r Runtime, agent: Option<&str>) -> Result<Option<&'r Profile>, &'static str> {
     let Some(name) = agent else {
@@ -313,64 +171,72 @@ fn refusal(why: &str) -> ToolOutcome {
     refused(why, why)
 }
 
-/// Runs one `task` call to its result: the subagent's final text, or an error result when the
-/// input, the agent or its model is refused, or the subagent fails or is cancelled.
-pub fn run(out: &mut RunOutput<'_>, input: &Value) -> ToolOutcome {
-    let task: TaskIn = match serde_json::from_value(input.clone()) {
-        Ok(t) => t,
-        Err(_) => {
-            return refusal("invalid input: expected {description, prompt, agent?} strings");
-        }
-    };
+/// A subagent ready to run: the same loop as a turn, under the parent run's IDs (so its
+/// approvals are the parent run's), its records under its own ID in its own file, over its
+/// own tool table.
+pub struct Child<'a> {
+    /// Its output: quiet, to its own history.
+    pub out: RunOutput<'a>,
+    /// Its model.
+    pub model: Box<dyn ModelClient>,
+    /// Its task.
+    pub prompt: String,
+    /// The selection it runs on.
+    pub selection: Selection,
+    /// Its system prompt.
+    pub instructions: String,
+}
+
+/// Prepares one `task` call's subagent, or the error result when the input, the agent or its
+/// model is refused or its history cannot be made.
+pub fn prepare<'a>(out: &RunOutput<'a>, input: &Value) -> Result<Child<'a>, ToolOutcome> {
+    let task: TaskIn = serde_json::from_value(input.clone())
+        .map_err(|_| refusal("invalid input: expected {description, prompt, agent?} strings"))?;
     if task.prompt.trim().is_empty() {
-        return refusal("invalid input: the prompt is empty");
+        return Err(refusal("invalid input: the prompt is empty"));
     }
     let ctx = out.ctx;
     let rt = &ctx.rt;
-    let profile = match profile(rt, task.agent.as_deref()) {
-        Ok(p) => p,
-        Err(why) => return refusal(why),
-    };
-    let sel = match selection(out, profile) {
-        Ok(s) => s,
-        Err(why) => return refusal(why),
-    };
-    let Ok(mut model) = client::client(rt, &sel.provider, &sel.model, &task.prompt, None) else {
-        return refusal("the agent's model is not available");
-    };
+    let profile = profile(rt, task.agent.as_deref()).map_err(refusal)?;
+    let selection = selection(out, profile).map_err(refusal)?;
+    let model = client::client(
+        rt,
+        &selection.provider,
+        &selection.model,
+        &task.prompt,
+        None,
+    )
+    .map_err(|_| refusal("the agent's model is not available"))?;
     let cwd = rt.cwd.to_string_lossy().into_owned();
     let (id, appender) = match create_history(&rt.root, &cwd, &out.session_id) {
         Ok(h) => h,
         Err(HistoryError::IdTooLong) => {
-            return refusal("refused: the session ID is too long for a subagent history");
+            return Err(refusal(
+                "refused: the session ID is too long for a subagent history",
+            ));
         }
-        Err(HistoryError::Store) => return refusal("the subagent's history could not be stored"),
+        Err(HistoryError::Store) => {
+            return Err(refusal("the subagent's history could not be stored"));
+        }
     };
     let table = Arc::new(table(ctx.mcp.as_deref(), profile));
-    let specs = table.specs();
-    let instructions = instructions(rt, profile, specs);
-    let effort = sel.effective_effort();
-    let params = client::loop_params(rt, &sel, effort.as_deref(), &instructions, specs);
-    // The same loop as a turn, under the parent run's IDs (so its approvals are the parent
-    // run's), its records under its own ID in its own file, over its own tool table.
+    let instructions = instructions(rt, profile, table.specs());
     let mut sub = RunOutput::new(ctx, out.session_id.clone(), out.run_id.clone());
-    sub.tools = table.clone();
-    sub.subagent = Some(Quiet {
-        id: id.as_str().to_owned(),
-        file: Mutex::new(QuietFile {
-            appender,
-            last_text: String::new(),
-        }),
-    });
-    // A new history: its `session_meta` is the one record before the subagent's input.
-    let fresh = Snapshot {
-        records: 1,
-        ..Snapshot::default()
-    };
-    let finished = drive::execute(&mut sub, model.as_mut(), &task.prompt, fresh, &params);
-    if sub.output_lost {
-        out.output_lost = true;
-    }
+    sub.tools = table;
+    sub.subagent = Some(Quiet::new(id.as_str().to_owned(), appender));
+    Ok(Child {
+        out: sub,
+        model,
+        prompt: task.prompt,
+        selection,
+        instructions,
+    })
+}
+
+/// The `task` call's result once its subagent `finished`: its final text, or an error result
+/// when it failed or was cancelled.
+#[must_use]
+pub fn outcome(sub: &RunOutput<'_>, finished: &Finished) -> ToolOutcome {
     let text = sub
         .subagent
         .as_ref()
