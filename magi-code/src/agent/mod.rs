@@ -40,32 +40,9 @@ pub fn run_turn(
             code,
         });
     };
-    let (selection, turns, history) = {
-        let mut guard = ctx.state();
-        let st = &mut *guard;
-        match st.attachment.as_mut() {
-            Some(a) if a.id.as_str() == session_id => {
-                // A failed append dropped the state: read it back from the file first.
-                if let Err(code) = session::recover(&ctx.rt, a, ctx.cancel) {
-                    return reject(code);
-                }
-                let selection = st.selection.clone();
-                // The scripted provider never reads the conversation: copy it only for a real
-                // one, so an echo turn's cost does not grow with the session.
-                let scripted = selection
-                    .as_ref()
-                    .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
-                    == "scripted";
-                let history = match a.replay_state() {
-                    Ok(_) if scripted => crate::history::compact::Snapshot::default(),
-                    Ok(r) => r.snapshot(),
-                    Err(code) => return reject(code),
-                };
-                (selection, a.turns, history)
-            }
-            Some(_) => return reject(ErrorCode::StaleSession),
-            None => return reject(ErrorCode::SessionMissing),
-        }
+    let (selection, turns, history) = match attached(ctx, &session_id) {
+        Ok(a) => a,
+        Err(code) => return reject(code),
     };
     let rt = &ctx.rt;
     let selection = selection.unwrap_or_else(|| Selection::startup(rt));
@@ -91,21 +68,7 @@ pub fn run_turn(
     // Effort controls the cache changed since the selection resolved them fail the turn
     // before its input is persisted; status then shows the new resolution (`decisions.md` 36).
     if let Err(refreshed) = selection.recheck(rt) {
-        let view = {
-            let mut st = ctx.state();
-            if st.selection.as_ref().map(|s| &s.revision) == Some(&selection.revision) {
-                st.selection = Some(refreshed);
-            }
-            Some(session::view(rt, &st))
-        };
-        let finished = Finished {
-            outcome: RunOutcome::Failed,
-            persistence: Persistence::NotStarted,
-            revision: None,
-            error_code: Some(ErrorCode::StaleSelection),
-        };
-        send_finished(ctx, &out, &finished, view);
-        return;
+        return refuse_stale(ctx, &out, &selection, refreshed);
     }
     // A `task` call's subagent starts from the turn's selection.
     out.selection = Some(selection.clone());
@@ -143,6 +106,59 @@ pub fn run_turn(
         start_title(job);
     }
     send_finished(ctx, &out, &finished, view);
+}
+
+/// The attached session's selection, turn count and conversation for a turn of
+/// `session_id`; a failed append's dropped state is read back from the file first.
+fn attached(
+    ctx: &TurnCtx<'_>,
+    session_id: &str,
+) -> Result<(Option<Selection>, usize, crate::history::compact::Snapshot), ErrorCode> {
+    let mut guard = ctx.state();
+    let st = &mut *guard;
+    match st.attachment.as_mut() {
+        Some(a) if a.id.as_str() == session_id => {
+            session::recover(&ctx.rt, a, ctx.cancel)?;
+            let selection = st.selection.clone();
+            // The scripted provider never reads the conversation: copy it only for a real
+            // one, so an echo turn's cost does not grow with the session.
+            let scripted = selection
+                .as_ref()
+                .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
+                == "scripted";
+            let history = match a.replay_state()? {
+                _ if scripted => crate::history::compact::Snapshot::default(),
+                r => r.snapshot(),
+            };
+            Ok((selection, a.turns, history))
+        }
+        Some(_) => Err(ErrorCode::StaleSession),
+        None => Err(ErrorCode::SessionMissing),
+    }
+}
+
+/// Effort controls the cache changed since the selection resolved them fail the turn before
+/// its input is persisted; status then shows the new resolution (`decisions.md` 36).
+fn refuse_stale(
+    ctx: &TurnCtx<'_>,
+    out: &RunOutput<'_>,
+    selection: &Selection,
+    refreshed: Selection,
+) {
+    let view = {
+        let mut st = ctx.state();
+        if st.selection.as_ref().map(|s| &s.revision) == Some(&selection.revision) {
+            st.selection = Some(refreshed);
+        }
+        Some(session::view(&ctx.rt, &st))
+    };
+    let finished = Finished {
+        outcome: RunOutcome::Failed,
+        persistence: Persistence::NotStarted,
+        revision: None,
+        error_code: Some(ErrorCode::StaleSelection),
+    };
+    send_finished(ctx, out, &finished, view);
 }
 
 /// The run's one terminal event, with the status view after its cleanup.
