@@ -42,6 +42,35 @@ pub enum CallsNext {
     Finish(End),
 }
 
+/// Where the calls go next without waiting: a loop, not a chain of calls, so a step of
+/// thousands of calls that all end at once (refused, skipped) keeps a flat stack.
+#[derive(Debug, Clone, Copy)]
+enum Todo {
+    Batch,
+    Prepare,
+    Execute,
+    Complete,
+}
+
+/// One move of the calls: on to the next move, or out of the calls.
+enum Step {
+    Go(Box<Calls>, Todo),
+    Out(CallsNext),
+}
+
+/// Runs the moves until the calls wait or end.
+fn run(sh: &mut Shared, mut step: Step) -> CallsNext {
+    loop {
+        step = match step {
+            Step::Out(next) => return next,
+            Step::Go(c, Todo::Batch) => next_batch(sh, c),
+            Step::Go(c, Todo::Prepare) => prepare(sh, c),
+            Step::Go(c, Todo::Execute) => execute(sh, c),
+            Step::Go(c, Todo::Complete) => complete_batch(sh, c),
+        };
+    }
+}
+
 /// Runs the step's `calls` (the step's assistant items go into the conversation after).
 pub fn start_calls(
     sh: &mut Shared,
@@ -49,7 +78,7 @@ pub fn start_calls(
     list: Vec<(String, String, Value)>,
 ) -> CallsNext {
     let repeated = list.iter().map(|c| sh.repeats.see(&c.1, &c.2)).collect();
-    let calls = Calls {
+    let calls = Box::new(Calls {
         step_items,
         list,
         repeated,
@@ -63,8 +92,8 @@ pub fn start_calls(
         runs: Vec::new(),
         results: Vec::new(),
         wait: Wait::Nothing,
-    };
-    next_batch(sh, calls)
+    });
+    run(sh, Step::Go(calls, Todo::Batch))
 }
 
 /// Whether a call runs without asking: a read-class tool whose policy is `allow`, with an
@@ -75,7 +104,7 @@ fn runs_unasked(sh: &Shared, (_, name, input): &(String, String, Value)) -> bool
         && input.is_object()
 }
 
-fn next_batch(sh: &mut Shared, mut c: Calls) -> CallsNext {
+fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     c.at += c.n;
     if c.at >= c.list.len() {
         return calls_done(sh, c);
@@ -96,11 +125,11 @@ fn next_batch(sh: &mut Shared, mut c: Calls) -> CallsNext {
     c.outcomes.clear();
     c.runs.clear();
     c.done = 0;
-    prepare(sh, c)
+    Step::Go(c, Todo::Prepare)
 }
 
 /// Prepares the batch's calls in order until one waits for the client or a hook.
-fn prepare(sh: &mut Shared, mut c: Calls) -> CallsNext {
+fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     while c.slots.len() < c.n {
         let i = c.at + c.slots.len();
         let (call_id, name, input) = c.list[i].clone();
@@ -141,10 +170,10 @@ fn prepare(sh: &mut Shared, mut c: Calls) -> CallsNext {
         }
         c.slots.push(Slot::Started(Box::new(p)));
     }
-    execute(sh, c)
+    Step::Go(c, Todo::Execute)
 }
 
-fn ask(sh: &mut Shared, mut c: Calls, p: Prepared) -> CallsNext {
+fn ask(sh: &mut Shared, mut c: Box<Calls>, p: Prepared) -> Step {
     let id = sh.voice.fresh().hyphenated().to_string();
     sh.voice.queue.push_back(Output::OpenApproval(id.clone()));
     let (session_id, run_id) = sh.voice.ids();
@@ -161,12 +190,12 @@ fn ask(sh: &mut Shared, mut c: Calls, p: Prepared) -> CallsNext {
         deadline: sh.now.saturating_add(APPROVAL_EXPIRY_MS),
     };
     c.current = Some(p);
-    CallsNext::Wait(Box::new(c))
+    Step::Out(CallsNext::Wait(c))
 }
 
 /// Runs the `pre_tool` hooks matching the call from index `from`; when none is left the
 /// call is prepared.
-fn pre_hooks(sh: &mut Shared, mut c: Calls, mut p: Prepared, from: usize) -> CallsNext {
+fn pre_hooks(sh: &mut Shared, mut c: Box<Calls>, mut p: Prepared, from: usize) -> Step {
     let hooks = &sh.cfg.hooks.pre_tool;
     if let Some(i) = (from..hooks.len()).find(|&i| hooks[i].matches(&p.name)) {
         let stdin = HookInput {
@@ -182,27 +211,27 @@ fn pre_hooks(sh: &mut Shared, mut c: Calls, mut p: Prepared, from: usize) -> Cal
         });
         c.wait = Wait::PreHook(i);
         c.current = Some(p);
-        return CallsNext::Wait(Box::new(c));
+        return Step::Out(CallsNext::Wait(c));
     }
     p.post = sh.cfg.hooks.post_tool.iter().any(|h| h.matches(&p.name));
     c.slots.push(Slot::Started(Box::new(p)));
     c.wait = Wait::Nothing;
-    prepare(sh, c)
+    Step::Go(c, Todo::Prepare)
 }
 
 /// A call the run refuses while preparing it (a denial, a blocking hook, cancellation).
-fn refused(sh: &mut Shared, mut c: Calls, why: &str) -> CallsNext {
+fn refused(mut c: Box<Calls>, why: &str) -> Step {
     if let Some(mut p) = c.current.take() {
         p.refused = Some(why.to_owned());
         c.slots.push(Slot::Started(Box::new(p)));
     }
     c.wait = Wait::Nothing;
-    prepare(sh, c)
+    Step::Go(c, Todo::Prepare)
 }
 
 /// Every call of the batch is prepared: the ones that may run go to the driver (or to the
 /// client).
-fn execute(sh: &mut Shared, mut c: Calls) -> CallsNext {
+fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     c.outcomes = (0..c.n).map(|_| None).collect();
     let single = c.n == 1;
     let mut jobs = Vec::new();
@@ -230,15 +259,15 @@ fn execute(sh: &mut Shared, mut c: Calls) -> CallsNext {
         of.push(j);
     }
     if jobs.is_empty() {
-        return complete_batch(sh, c);
+        return Step::Go(c, Todo::Complete);
     }
     sh.voice.queue.push_back(Output::Tools(jobs));
     c.wait = Wait::Tools(of);
-    CallsNext::Wait(Box::new(c))
+    Step::Out(CallsNext::Wait(c))
 }
 
 /// Asks the client to run its tool (at most the advertised `client_tool_timeout_ms`).
-fn ask_client(sh: &mut Shared, mut c: Calls, name: &str, input: &Value) -> CallsNext {
+fn ask_client(sh: &mut Shared, mut c: Box<Calls>, name: &str, input: &Value) -> Step {
     let size = serde_json::to_vec(input).map_or(usize::MAX, |b| b.len());
     let refused = if size > CLIENT_TOOL_INPUT_BYTES {
         // Fails without an event: the client never sees an input over its bound.
@@ -250,7 +279,7 @@ fn ask_client(sh: &mut Shared, mut c: Calls, name: &str, input: &Value) -> Calls
     };
     if let Some(why) = refused {
         c.outcomes[0] = Some(ToolOutcome::fail(why));
-        return complete_batch(sh, c);
+        return Step::Go(c, Todo::Complete);
     }
     let id = sh.voice.fresh().hyphenated().to_string();
     sh.voice.queue.push_back(Output::OpenClientCall(id.clone()));
@@ -266,20 +295,20 @@ fn ask_client(sh: &mut Shared, mut c: Calls, name: &str, input: &Value) -> Calls
         id,
         deadline: sh.now.saturating_add(CLIENT_TOOL_TIMEOUT_MS),
     };
-    CallsNext::Wait(Box::new(c))
+    Step::Out(CallsNext::Wait(c))
 }
 
 /// Inputs the calls wait for: answers, hook and tool ends, the time.
-pub fn on_call_input(sh: &mut Shared, c: Calls, input: Input) -> CallsNext {
-    match (input, &c.wait) {
+pub fn on_call_input(sh: &mut Shared, c: Box<Calls>, input: Input) -> CallsNext {
+    let step = match (input, &c.wait) {
         (Input::Approval { approval_id, allow }, Wait::Approval { id, .. })
             if *id == approval_id =>
         {
             approved(sh, c, allow)
         }
-        (Input::Tick, Wait::Approval { .. }) if sh.cancelled => refused(sh, c, "cancelled"),
+        (Input::Tick, Wait::Approval { .. }) if sh.cancelled => refused(c, "cancelled"),
         (Input::Tick, Wait::Approval { deadline, .. }) if sh.now >= *deadline => {
-            refused(sh, c, "denied by the user (the approval expired)")
+            refused(c, "denied by the user (the approval expired)")
         }
         (Input::HookEnded(end), Wait::PreHook(i)) => {
             let i = *i;
@@ -297,37 +326,38 @@ pub fn on_call_input(sh: &mut Shared, c: Calls, input: Input) -> CallsNext {
                 output,
             },
             Wait::Client { id, .. },
-        ) if *id == call_id => client_answered(sh, c, ok, output),
+        ) if *id == call_id => client_answered(c, ok, output),
         (Input::Tick, Wait::Client { deadline, .. }) if sh.cancelled || sh.now >= *deadline => {
             client_gone(sh, c)
         }
-        _ => CallsNext::Wait(Box::new(c)),
-    }
+        _ => Step::Out(CallsNext::Wait(c)),
+    };
+    run(sh, step)
 }
 
-fn approved(sh: &mut Shared, mut c: Calls, allow: bool) -> CallsNext {
+fn approved(sh: &mut Shared, mut c: Box<Calls>, allow: bool) -> Step {
     if !allow {
-        return refused(sh, c, "denied by the user");
+        return refused(c, "denied by the user");
     }
     c.wait = Wait::Nothing;
     match c.current.take() {
         Some(p) => pre_hooks(sh, c, p, 0),
-        None => prepare(sh, c),
+        None => Step::Go(c, Todo::Prepare),
     }
 }
 
-fn pre_hook_ended(sh: &mut Shared, mut c: Calls, i: usize, end: HookEnd) -> CallsNext {
+fn pre_hook_ended(sh: &mut Shared, mut c: Box<Calls>, i: usize, end: HookEnd) -> Step {
     match end {
         HookEnd::Exit(0) => {}
-        HookEnd::Exit(BLOCK_STATUS) => return refused(sh, c, BLOCKED),
-        HookEnd::Cancelled => return refused(sh, c, "cancelled"),
+        HookEnd::Exit(BLOCK_STATUS) => return refused(c, BLOCKED),
+        HookEnd::Cancelled => return refused(c, "cancelled"),
         end => hook_failed(sh, "pre_tool", &end),
     }
     match c.current.take() {
         Some(p) => pre_hooks(sh, c, p, i + 1),
         None => {
             c.wait = Wait::Nothing;
-            prepare(sh, c)
+            Step::Go(c, Todo::Prepare)
         }
     }
 }
@@ -345,9 +375,9 @@ fn hook_failed(sh: &mut Shared, event: &str, end: &HookEnd) {
     );
 }
 
-fn tools_ended(sh: &mut Shared, mut c: Calls, ends: Vec<ToolEnd>) -> CallsNext {
+fn tools_ended(sh: &mut Shared, mut c: Box<Calls>, ends: Vec<ToolEnd>) -> Step {
     let Wait::Tools(of) = std::mem::replace(&mut c.wait, Wait::Nothing) else {
-        return CallsNext::Wait(Box::new(c));
+        return Step::Out(CallsNext::Wait(c));
     };
     for (j, end) in of.into_iter().zip(ends) {
         match end.lost {
@@ -365,10 +395,10 @@ fn tools_ended(sh: &mut Shared, mut c: Calls, ends: Vec<ToolEnd>) -> CallsNext {
             *o = end.outcome;
         }
     }
-    complete_batch(sh, c)
+    Step::Go(c, Todo::Complete)
 }
 
-fn client_answered(sh: &mut Shared, mut c: Calls, ok: bool, output: String) -> CallsNext {
+fn client_answered(mut c: Box<Calls>, ok: bool, output: String) -> Step {
     c.outcomes[0] = Some(if ok {
         ToolOutcome::success("answered by the client".into(), output, false)
     } else {
@@ -380,13 +410,13 @@ fn client_answered(sh: &mut Shared, mut c: Calls, ok: bool, output: String) -> C
         }
     });
     c.wait = Wait::Nothing;
-    complete_batch(sh, c)
+    Step::Go(c, Todo::Complete)
 }
 
 /// The client did not answer in time, or the run was cancelled: the client is told.
-fn client_gone(sh: &mut Shared, mut c: Calls) -> CallsNext {
+fn client_gone(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     let Wait::Client { id, .. } = std::mem::replace(&mut c.wait, Wait::Nothing) else {
-        return CallsNext::Wait(Box::new(c));
+        return Step::Out(CallsNext::Wait(c));
     };
     let (session_id, run_id) = sh.voice.ids();
     sh.voice
@@ -400,12 +430,12 @@ fn client_gone(sh: &mut Shared, mut c: Calls) -> CallsNext {
     } else {
         "timed out: the client did not answer"
     }));
-    complete_batch(sh, c)
+    Step::Go(c, Todo::Complete)
 }
 
 /// Completes the batch's calls in order (each call's `post_tool` hooks before the next),
 /// then answers them all.
-fn complete_batch(sh: &mut Shared, mut c: Calls) -> CallsNext {
+fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     while c.done < c.n {
         let slot = std::mem::replace(&mut c.slots[c.done], Slot::Skipped);
         let outcome = c.outcomes[c.done].take();
@@ -446,15 +476,15 @@ fn complete_batch(sh: &mut Shared, mut c: Calls) -> CallsNext {
             is_error: run.is_error,
         });
     }
-    next_batch(sh, c)
+    Step::Go(c, Todo::Batch)
 }
 
 /// Runs the `post_tool` hooks matching the completed call from index `from`.
-fn post_hooks(sh: &mut Shared, mut c: Calls, from: usize, ok: bool) -> CallsNext {
+fn post_hooks(sh: &mut Shared, mut c: Box<Calls>, from: usize, ok: bool) -> Step {
     let hooks = &sh.cfg.hooks.post_tool;
     let Some((name, input)) = &c.post else {
         c.wait = Wait::Nothing;
-        return complete_batch(sh, c);
+        return Step::Go(c, Todo::Complete);
     };
     if let Some(i) = (from..hooks.len()).find(|&i| hooks[i].matches(name)) {
         let stdin = HookInput {
@@ -469,14 +499,14 @@ fn post_hooks(sh: &mut Shared, mut c: Calls, from: usize, ok: bool) -> CallsNext
             stdin: stdin.bytes(),
         });
         c.wait = Wait::PostHook { hook: i, ok };
-        return CallsNext::Wait(Box::new(c));
+        return Step::Out(CallsNext::Wait(c));
     }
     c.post = None;
     c.wait = Wait::Nothing;
-    complete_batch(sh, c)
+    Step::Go(c, Todo::Complete)
 }
 
-fn post_hook_ended(sh: &mut Shared, c: Calls, hook: usize, ok: bool, end: HookEnd) -> CallsNext {
+fn post_hook_ended(sh: &mut Shared, c: Box<Calls>, hook: usize, ok: bool, end: HookEnd) -> Step {
     match end {
         HookEnd::Exit(0) => post_hooks(sh, c, hook + 1, ok),
         // A cancelled run skips the rest.
@@ -484,7 +514,7 @@ fn post_hook_ended(sh: &mut Shared, c: Calls, hook: usize, ok: bool, end: HookEn
             let mut c = c;
             c.post = None;
             c.wait = Wait::Nothing;
-            complete_batch(sh, c)
+            Step::Go(c, Todo::Complete)
         }
         end => {
             hook_failed(sh, "post_tool", &end);
@@ -495,7 +525,7 @@ fn post_hook_ended(sh: &mut Shared, c: Calls, hook: usize, ok: bool, end: HookEn
 
 /// Every call is answered: the step goes into the conversation and its records are stored
 /// before the next request (a crash leaves whole steps).
-fn calls_done(sh: &mut Shared, mut c: Calls) -> CallsNext {
+fn calls_done(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     sh.content.charge(&sh.records);
     sh.items.append(&mut c.step_items);
     sh.items.append(&mut c.results);
@@ -506,7 +536,7 @@ fn calls_done(sh: &mut Shared, mut c: Calls) -> CallsNext {
             DiagnosticCode::ContentLimit,
             &format!("the turn reached its bound of {RUN_ACTIVITIES} tool activities"),
         );
-        return CallsNext::Finish(End::Failed(ErrorCode::ContentLimit));
+        return Step::Out(CallsNext::Finish(End::Failed(ErrorCode::ContentLimit)));
     }
     sh.retried = false;
     sh.comp.note(&sh.records);
@@ -516,13 +546,13 @@ fn calls_done(sh: &mut Shared, mut c: Calls) -> CallsNext {
         kind: AppendKind::Step,
     });
     c.wait = Wait::Stored;
-    CallsNext::Wait(Box::new(c))
+    Step::Out(CallsNext::Wait(c))
 }
 
 /// The step's records' append ended: the next step, or the end (`degraded`).
-pub fn step_stored(sh: &mut Shared, c: Calls, r: Result<Stored, ErrorCode>) -> CallsNext {
+pub fn step_stored(sh: &mut Shared, c: Box<Calls>, r: Result<Stored, ErrorCode>) -> CallsNext {
     if !matches!(c.wait, Wait::Stored) {
-        return CallsNext::Wait(Box::new(c));
+        return CallsNext::Wait(c);
     }
     if r.is_err() {
         sh.degraded = true;
@@ -530,3 +560,6 @@ pub fn step_stored(sh: &mut Shared, c: Calls, r: Result<Stored, ErrorCode>) -> C
     }
     CallsNext::Stepped
 }
+
+#[cfg(test)]
+mod tests;

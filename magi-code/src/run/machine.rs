@@ -197,7 +197,7 @@ impl Run {
                 self.after_compaction(next)
             }
             (Phase::Calls(c), input) => {
-                let next = calls::on_call_input(sh, *c, input);
+                let next = calls::on_call_input(sh, c, input);
                 self.after_calls(next)
             }
             (phase, _) => phase,
@@ -212,7 +212,7 @@ impl Run {
                 self.after_compaction(next)
             }
             Phase::Calls(c) => {
-                let next = calls::step_stored(&mut self.sh, *c, r);
+                let next = calls::step_stored(&mut self.sh, c, r);
                 self.after_calls(next)
             }
             Phase::Finishing(end) => self.final_stored(end, r),
