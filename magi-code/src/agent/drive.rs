@@ -210,7 +210,11 @@ impl Driver<'_, '_> {
         }
         let mut st = ctx.state();
         let Some(a) = st.attachment.as_mut() else {
-            return Ok(Stored::default());
+            // Released meanwhile: the input's revision is a fresh one, as for a subagent.
+            return Ok(Stored {
+                revision: (kind == AppendKind::Input).then(fresh_revision),
+                ..Stored::default()
+            });
         };
         let revision = match kind {
             // The revision names the history as of the input (the refreshed snapshot).
