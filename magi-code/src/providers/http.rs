@@ -361,12 +361,9 @@ mod tests {
         base
     }
 
-    /// One step against `base` on a virtual clock: how it ended, the announced retries and
-    /// the virtual milliseconds that passed.
-    fn step_on_virtual_clock(base: &str) -> (Result<(), StepFailure>, Vec<(u32, Duration)>, u64) {
-        let clock = Arc::new(FakeClock::default());
-        let mut model = HttpModel::on(local_chat(&format!("{base}/v1")), clock.clone());
-        let req = ModelRequest {
+    /// A step's request with no items and no tools.
+    fn request() -> ModelRequest<'static> {
+        ModelRequest {
             model: "tiny",
             provider: "local",
             instructions: "",
@@ -375,7 +372,15 @@ mod tests {
             effort: None,
             thinking: Thinking::default(),
             max_output_tokens: 64,
-        };
+        }
+    }
+
+    /// One step against `base` on a virtual clock: how it ended, the announced retries and
+    /// the virtual milliseconds that passed.
+    fn step_on_virtual_clock(base: &str) -> (Result<(), StepFailure>, Vec<(u32, Duration)>, u64) {
+        let clock = Arc::new(FakeClock::default());
+        let mut model = HttpModel::on(local_chat(&format!("{base}/v1")), clock.clone());
+        let req = request();
         let mut sink = Retries::default();
         let r = model.step(&req, &Cancel::default(), &mut sink);
         (r, sink.0, clock.elapsed_ms())
@@ -401,6 +406,35 @@ mod tests {
         let sum: u128 = retries.iter().map(|r| r.1.as_millis()).sum();
         assert_eq!(u128::from(elapsed_ms), sum);
         assert!((6_000..=9_000).contains(&elapsed_ms), "{elapsed_ms}");
+    }
+
+    /// Ends the request at its first retry, as a title request does (`agent::title`).
+    struct EndOnRetry<'c>(&'c Cancel, u32);
+
+    impl StepSink for EndOnRetry<'_> {
+        fn event(&mut self, _: ModelEvent) -> bool {
+            true
+        }
+        fn retry(&mut self, _: u32, _: Duration) {
+            self.1 += 1;
+            self.0.cancel();
+        }
+    }
+
+    #[test]
+    fn a_sink_that_ends_on_retry_gets_one_attempt_and_no_wait_on_a_virtual_clock() {
+        let clock = Arc::new(FakeClock::default());
+        let base = serve(vec![BUSY_503, EMPTY_200]);
+        let mut model = HttpModel::on(local_chat(&format!("{base}/v1")), clock.clone());
+        let req = request();
+        let cancel = Cancel::default();
+        let mut sink = EndOnRetry(&cancel, 0);
+        assert_eq!(
+            model.step(&req, &cancel, &mut sink),
+            Err(StepFailure::Cancelled)
+        );
+        assert_eq!(sink.1, 1, "one retry announced, none made");
+        assert_eq!(clock.elapsed_ms(), 0, "its backoff was not waited");
     }
 
     #[test]
