@@ -233,9 +233,9 @@ fn a_line_over_one_mib_a_foreign_protocol_version_or_a_missing_program_fail_star
 fn a_server_silent_on_initialize_is_torn_down_when_startup_fails() {
     // The silent server is up and waiting on its handshake when the other fails it (it starts
     // only once the silent one wrote its pidfile): startup is `mcp_unavailable` without waiting
-    // for the 10 s handshake bound, and no server is left. The bound itself is data on a
-    // virtual clock: `mcp::tests::a_handshake_past_its_deadline_fails_startup_and_leaves_no_process`
-    // and `mcp::jsonrpc::tests::deadlines_are_data_and_expire_at_their_instant`.
+    // for the 10 s handshake bound, and no server is left. The bound itself is a deadline
+    // given as data: `mcp::tests::a_handshake_past_its_deadline_fails_startup_and_leaves_no_process`
+    // and, on virtual instants, `mcp::jsonrpc::tests::deadlines_are_data_and_expire_at_their_instant`.
     let env = Env::new();
     let pidfile = env.root.join("fake.pid");
     let hang = fake_with_pidfile("hang", &pidfile);
