@@ -224,10 +224,21 @@ impl McpHub {
         hide: &[String],
         cancel: &Cancel,
     ) -> Result<Self, StartError> {
+        Self::start_by(defs, cwd, hide, Instant::now() + START_TIMEOUT, cancel)
+    }
+
+    /// [`Self::start_all`] with the handshake's deadline as data, so that its bound is tested
+    /// without waiting for it.
+    pub fn start_by(
+        defs: &[Definition],
+        cwd: &Path,
+        hide: &[String],
+        deadline: Instant,
+        cancel: &Cancel,
+    ) -> Result<Self, StartError> {
         let abort = Arc::new(Cancel::default());
         let a = abort.clone();
         let _hook = cancel.on_cancel(move || a.cancel());
-        let deadline = Instant::now() + START_TIMEOUT;
         let results: Vec<Started> = std::thread::scope(|scope| {
             let handles: Vec<_> = defs
                 .iter()

@@ -201,3 +201,48 @@ fn no_servers_start_at_once_and_a_missing_program_is_unavailable() {
     let r = McpHub::start_all(&[def], Path::new("/"), &[], &Cancel::default());
     assert_eq!(r.err(), Some(StartError::Unavailable));
 }
+
+/// The fake server of the stdio tests in `mode`, writing its pid to `pidfile`.
+fn fake_server(mode: &str, pidfile: &Path) -> Definition {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fake_server.py");
+    Definition {
+        name: mode.into(),
+        command: "python3".into(),
+        args: vec![
+            script.display().to_string(),
+            mode.into(),
+            pidfile.display().to_string(),
+        ],
+        env: std::collections::BTreeMap::new(),
+    }
+}
+
+#[test]
+fn a_handshake_past_its_deadline_fails_startup_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    // A well-behaved server within its deadline starts.
+    let ok = fake_server("ok", &dir.path().join("ok.pid"));
+    let far = Instant::now() + START_TIMEOUT;
+    let hub = McpHub::start_by(&[ok], dir.path(), &[], far, &Cancel::default()).unwrap();
+    assert!(!hub.tools().is_empty());
+    hub.shutdown(Instant::now() + Duration::from_secs(2));
+    // A silent one whose deadline has come fails startup at once and is torn down: the
+    // deadline decides, not a wait (the 10 s of `START_TIMEOUT` are not waited for).
+    let pidfile = dir.path().join("hang.pid");
+    let hang = fake_server("hang", &pidfile);
+    let t0 = Instant::now();
+    let r = McpHub::start_by(&[hang], dir.path(), &[], t0, &Cancel::default());
+    assert_eq!(r.err(), Some(StartError::Unavailable));
+    assert!(t0.elapsed() < START_TIMEOUT / 2, "{:?}", t0.elapsed());
+    assert_eq!(START_TIMEOUT, Duration::from_secs(10), "backend.md");
+    if let Ok(pid) = std::fs::read_to_string(&pidfile) {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        assert!(
+            stat.map_or(true, |s| s
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))),
+            "the silent server was torn down"
+        );
+    }
+}

@@ -9,8 +9,10 @@ use super::sse::SseDecoder;
 use super::target::Target;
 use super::{anthropic, openai_chat, openai_responses};
 use crate::util::cancel::Cancel;
+use crate::util::clock::{Clock, RealClock};
 use serde_json::Value;
 use std::io::Read;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most response bytes read from one stream.
@@ -74,16 +76,31 @@ enum Attempt {
 }
 
 /// An HTTP provider as a [`ModelClient`].
-#[derive(Debug)]
 pub struct HttpModel {
     target: Target,
+    /// What the retry backoff waits on: unit tests drive it on a virtual clock.
+    clock: Arc<dyn Clock + Send>,
+}
+
+impl std::fmt::Debug for HttpModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpModel")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpModel {
-    /// A client for `target`.
+    /// A client for `target`, on the machine's clock.
     #[must_use]
     pub fn new(target: Target) -> Self {
-        Self { target }
+        Self::on(target, Arc::new(RealClock))
+    }
+
+    /// A client for `target` whose retries wait on `clock`.
+    #[must_use]
+    pub fn on(target: Target, clock: Arc<dyn Clock + Send>) -> Self {
+        Self { target, clock }
     }
 
     fn attempt(
@@ -242,7 +259,7 @@ impl ModelClient for HttpModel {
                     let wait = retry_wait(retries, after, jitter());
                     retries += 1;
                     sink.retry(retries, wait);
-                    if !cancel.sleep(wait) {
+                    if !self.clock.sleep(wait, cancel) {
                         return Err(StepFailure::Cancelled);
                     }
                 }
@@ -297,7 +314,153 @@ pub fn retry_after(value: &str, now_ms: i64) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::model::{ModelEvent, Thinking};
+    use super::super::target::local_chat;
     use super::*;
+    use crate::util::clock::FakeClock;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    /// Records the announced retries.
+    #[derive(Default)]
+    struct Retries(Vec<(u32, Duration)>);
+
+    impl StepSink for Retries {
+        fn event(&mut self, _: ModelEvent) -> bool {
+            true
+        }
+        fn retry(&mut self, attempt: u32, wait: Duration) {
+            self.0.push((attempt, wait));
+        }
+    }
+
+    /// Answers one connection each with the raw HTTP `answers`, in order, then closes its
+    /// port: a later connect is refused. Its base URL.
+    fn serve(answers: Vec<&'static str>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for a in answers {
+                let (stream, _) = listener.accept().unwrap();
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                let mut len = 0;
+                loop {
+                    let mut h = String::new();
+                    r.read_line(&mut h).unwrap();
+                    if h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                }
+                r.read_exact(&mut vec![0; len]).unwrap();
+                (&stream).write_all(a.as_bytes()).unwrap();
+            }
+        });
+        base
+    }
+
+    /// A step's request with no items and no tools.
+    fn request() -> ModelRequest<'static> {
+        ModelRequest {
+            model: "tiny",
+            provider: "local",
+            instructions: "",
+            items: &[],
+            tools: &[],
+            effort: None,
+            thinking: Thinking::default(),
+            max_output_tokens: 64,
+        }
+    }
+
+    /// One step against `base` on a virtual clock: how it ended, the announced retries and
+    /// the virtual milliseconds that passed.
+    fn step_on_virtual_clock(base: &str) -> (Result<(), StepFailure>, Vec<(u32, Duration)>, u64) {
+        let clock = Arc::new(FakeClock::default());
+        let mut model = HttpModel::on(local_chat(&format!("{base}/v1")), clock.clone());
+        let req = request();
+        let mut sink = Retries::default();
+        let r = model.step(&req, &Cancel::default(), &mut sink);
+        (r, sink.0, clock.elapsed_ms())
+    }
+
+    const EMPTY_200: &str =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 0\r\n\r\n";
+    const BUSY_503: &str = "HTTP/1.1 503 Busy\r\ncontent-length: 0\r\n\r\n";
+
+    /// The retries announced match the backoff schedule: retry n waits 500 ms × 2^(n-1)
+    /// within ±20%, and the virtual clock moved by exactly their sum.
+    fn assert_backoff(retries: &[(u32, Duration)], elapsed_ms: u64) {
+        let attempts: Vec<u32> = retries.iter().map(|r| r.0).collect();
+        assert_eq!(attempts, [1, 2, 3, 4]);
+        for (n, wait) in retries {
+            let base = 500u128 << (n - 1);
+            let ms = wait.as_millis();
+            assert!(
+                ms >= base * 8 / 10 && ms <= base * 12 / 10,
+                "retry {n}: {ms} ms"
+            );
+        }
+        let sum: u128 = retries.iter().map(|r| r.1.as_millis()).sum();
+        assert_eq!(u128::from(elapsed_ms), sum);
+        assert!((6_000..=9_000).contains(&elapsed_ms), "{elapsed_ms}");
+    }
+
+    /// Ends the request at its first retry, as a title request does (`agent::title`).
+    struct EndOnRetry<'c>(&'c Cancel, u32);
+
+    impl StepSink for EndOnRetry<'_> {
+        fn event(&mut self, _: ModelEvent) -> bool {
+            true
+        }
+        fn retry(&mut self, _: u32, _: Duration) {
+            self.1 += 1;
+            self.0.cancel();
+        }
+    }
+
+    #[test]
+    fn a_sink_that_ends_on_retry_gets_one_attempt_and_no_wait_on_a_virtual_clock() {
+        let clock = Arc::new(FakeClock::default());
+        let base = serve(vec![BUSY_503, EMPTY_200]);
+        let mut model = HttpModel::on(local_chat(&format!("{base}/v1")), clock.clone());
+        let req = request();
+        let cancel = Cancel::default();
+        let mut sink = EndOnRetry(&cancel, 0);
+        assert_eq!(
+            model.step(&req, &cancel, &mut sink),
+            Err(StepFailure::Cancelled)
+        );
+        assert_eq!(sink.1, 1, "one retry announced, none made");
+        assert_eq!(clock.elapsed_ms(), 0, "its backoff was not waited");
+    }
+
+    #[test]
+    fn a_refused_connect_is_retried_then_unreachable_on_a_virtual_clock() {
+        // A port nothing listens on any more: every connect is refused at once.
+        let port_closed = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let (r, retries, elapsed) = step_on_virtual_clock(&port_closed);
+        assert_eq!(r, Err(StepFailure::Unreachable));
+        assert_backoff(&retries, elapsed);
+    }
+
+    #[test]
+    fn empty_200s_on_every_attempt_are_an_empty_reply_else_a_broken_stream() {
+        let (r, retries, elapsed) = step_on_virtual_clock(&serve(vec![EMPTY_200; 5]));
+        assert_eq!(r, Err(StepFailure::EmptyReply));
+        assert_backoff(&retries, elapsed);
+        // One attempt that was not an empty `200` makes the last one a broken stream.
+        let mut answers = vec![BUSY_503];
+        answers.extend([EMPTY_200; 4]);
+        let (r, retries, elapsed) = step_on_virtual_clock(&serve(answers));
+        assert_eq!(r, Err(StepFailure::StreamInvalid));
+        assert_backoff(&retries, elapsed);
+    }
 
     #[test]
     fn backoff_doubles_within_twenty_percent() {

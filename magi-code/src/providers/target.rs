@@ -59,6 +59,21 @@ impl Target {
     }
 }
 
+/// A keyless OpenAI-compatible Chat target at `base_url`, for unit tests of the HTTP client.
+#[cfg(test)]
+#[must_use]
+pub fn local_chat(base_url: &str) -> Target {
+    Target {
+        api: Api::OpenAi,
+        wire: WireApi::OpenAiChat,
+        provider: "local".to_owned(),
+        max_output_tokens: 64,
+        base_url: base_url.to_owned(),
+        key: None,
+        model: "tiny".to_owned(),
+    }
+}
+
 /// The HTTP target of a selection, if that provider is an HTTP one and locally ready.
 #[must_use]
 pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {

@@ -163,7 +163,9 @@ fn a_529_is_retried_and_a_second_turn_replays_the_first() {
         Reply::status(
             529,
             &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        ),
+        )
+        // Retried without a wait: the backoff is `providers::http::tests`, on virtual time.
+        .header("retry-after", "0"),
         reply(vec![text(0, "First answer."), stop("end_turn")]),
         reply(vec![text(0, "Second answer."), stop("end_turn")]),
     ]);

@@ -452,31 +452,18 @@ fn parallel_read_calls_are_all_answered_in_the_models_order() {
 
 #[test]
 fn an_unreachable_provider_is_retried_then_reported() {
-    // A port nothing listens on: every connect fails at once.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let env = Env::new();
-    env.write_global_settings(&json!({
-        "provider": "local", "model": "tiny",
-        "providers": {"local": {"kind": "openai-compatible", "base_url": format!("http://127.0.0.1:{port}/v1")}},
-    }));
+    // Four retryable answers that ask for no wait, then a port closed: the fifth connect is
+    // refused. The real pipes carry every retry and the final report, and no backoff is waited
+    // for: the schedule of a connect failure (0.5 + 1 + 2 + 4 s, ±20%) and its retries are
+    // `providers::http::tests::the_retry_schedule_on_a_virtual_clock` and
+    // `a_refused_connect_is_retried_then_unreachable_on_a_virtual_clock`.
+    let busy =
+        Reply::status(503, &json!({"error": {"message": "busy"}})).header("retry-after", "0");
+    let llm = FakeLlm::then_refusing(vec![busy; 4]);
+    let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start_session(&env, &[]);
-    let t0 = Instant::now();
     start_turn(&mut s, &sid, "hello");
-    let mut frames = Vec::new();
-    loop {
-        let f = s.next_within(Duration::from_secs(20));
-        let done = f["event"] == "run.finished";
-        frames.push(f);
-        if done {
-            break;
-        }
-    }
-    // Four retries: 0.5 + 1 + 2 + 4 s, each within ±20%.
-    let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(6_000), "{took:?}");
+    let frames = until_finished(&mut s);
     assert_eq!(
         diagnostic_codes(&frames),
         [
@@ -487,10 +474,10 @@ fn an_unreachable_provider_is_retried_then_reported() {
             "provider_unreachable"
         ]
     );
-    assert_eq!(
-        frames.last().unwrap()["data"]["error_code"],
-        "execution_failed"
-    );
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "failed");
+    assert_eq!(fin["error_code"], "execution_failed");
+    assert_eq!(llm.drain().len(), 4, "the fifth attempt reached nothing");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! configured provider and the Anthropic Messages API (base URL overridden), plus a failing
 //! server.
 
-use crate::common::{reconciled, run_turn, start_session, Env};
+use crate::common::fake_llm::{FakeLlm, Reply};
+use crate::common::{diagnostic_codes, reconciled, run_turn, start_session, Env};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -206,10 +207,12 @@ fn anthropic_messages_api_streams_a_reply() {
 
 #[test]
 fn a_failing_server_fails_the_run_after_the_input_is_durable() {
-    let (base, _seen) = serve_once(
-        500,
-        vec!["data: {\"error\":{\"message\":\"secret internals\"}}\n\n".into()],
-    );
+    // Every attempt a 500 that asks for no wait (`retry-after: 0`): the five attempts take
+    // no backoff, which `providers::http::tests` drives on a virtual clock.
+    let fail = Reply::status(500, &json!({"error": {"message": "secret internals"}}))
+        .header("retry-after", "0");
+    let llm = FakeLlm::start(vec![fail; 5]);
+    let base = llm.base.clone();
     let env = Env::new();
     env.write_global_settings(&json!({
         "provider": "local", "model": "tiny",
@@ -221,10 +224,14 @@ fn a_failing_server_fails_the_run_after_the_input_is_durable() {
     assert_eq!(fin["outcome"], "failed");
     assert_eq!(fin["error_code"], "execution_failed");
     assert_eq!(fin["persistence"], "durable");
+    let mut codes = vec!["provider_retry"; 4];
+    codes.push("provider_status");
+    assert_eq!(diagnostic_codes(&frames), codes);
     assert!(
         !frames
             .iter()
             .any(|f| f.to_string().contains("secret internals")),
         "never raw provider responses"
     );
+    assert_eq!(llm.drain().len(), 5, "retried four times");
 }

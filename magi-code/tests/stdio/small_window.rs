@@ -9,7 +9,7 @@
 use crate::common::fake_llm::{chat_text, chat_with_usage, FakeLlm, Reply};
 use crate::common::{
     chat_messages, diagnostic_codes, events, fake_llm_settings, outcome, run_turn, start_session,
-    write_catalog_cache, Env,
+    start_turn, until_finished, write_catalog_cache, Env,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -207,39 +207,49 @@ fn empty() -> Reply {
 }
 
 #[test]
-fn empty_200s_past_half_the_window_compact_and_retry_once() {
+fn empty_200s_past_half_the_window_compact_and_retry_once_and_within_it_are_a_broken_stream() {
+    // The one stdio test that waits a whole real backoff (0.5 + 1 + 2 + 4 s, ±20%), once for
+    // both cases, whose two children wait at the same time: a step ends in an empty reply
+    // only when all five attempts were empty `200`s, and a `200` takes no `retry-after`, so
+    // nothing shorter reaches it over real pipes. The schedule and the empty-reply rule are
+    // `providers::http::tests::the_retry_schedule_on_a_virtual_clock` and
+    // `empty_200s_on_every_attempt_are_an_empty_reply_else_a_broken_stream`.
     let mut replies = vec![chat_with_usage(chat_text(&["hi"]), 6_000)];
     replies.extend((0..5).map(|_| empty()));
     replies.push(chat_text(&["SUMMARY-EMPTY"]));
     replies.push(chat_text(&["after"]));
-    let llm = FakeLlm::start(replies);
+    let past = FakeLlm::start(replies);
     let env = env_with(
-        &llm,
+        &past,
         &json!({"providers": {"local": {"context_window": 10_000}}}),
     );
     let (mut s, sid) = start_session(&env, &[]);
     assert_eq!(outcome(&run_turn(&mut s, &sid, "one")), "completed");
-    let frames = run_turn(&mut s, &sid, "two");
+    start_turn(&mut s, &sid, "two");
+
+    let within = FakeLlm::start((0..5).map(|_| empty()).collect());
+    let env2 = env_with(&within, &json!({"runner": {"context_window": 10_000}}));
+    let (mut s2, sid2) = start_session(&env2, &[]);
+    start_turn(&mut s2, &sid2, "one");
+
+    // Past half the window: a context overflow, compacted and retried once.
+    let frames = until_finished(&mut s);
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(diagnostic_codes(&frames), ["provider_retry"; 4]);
     assert_eq!(compactions(&frames), ["started", "completed"]);
-    let seen: Vec<Value> = (0..8).map(|_| llm.next(WAIT).body).collect();
+    let seen: Vec<Value> = (0..8).map(|_| past.next(WAIT).body).collect();
     assert!(
-        llm.drain().is_empty(),
+        past.drain().is_empty(),
         "exactly one retry after the compaction"
     );
     summary_text(&seen[6]);
     let m = chat_messages(&seen[7]);
     assert!(content(&m[1]).contains("SUMMARY-EMPTY"));
     assert_eq!(content(m.last().unwrap()), "two");
-}
 
-#[test]
-fn empty_200s_within_half_the_window_are_a_broken_stream() {
-    let llm = FakeLlm::start((0..5).map(|_| empty()).collect());
-    let env = env_with(&llm, &json!({"runner": {"context_window": 10_000}}));
-    let (mut s, sid) = start_session(&env, &[]);
-    let frames = run_turn(&mut s, &sid, "one");
+    // Within it: a broken stream, whose diagnostic points at the setting a local server's
+    // smaller context needs.
+    let frames = until_finished(&mut s2);
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed", "{frames:#?}");
     assert_eq!(fin["error_code"], "execution_failed");
@@ -247,7 +257,6 @@ fn empty_200s_within_half_the_window_are_a_broken_stream() {
     want.push("provider_stream_invalid");
     assert_eq!(diagnostic_codes(&frames), want);
     assert!(compactions(&frames).is_empty());
-    // It points at the setting a local server's smaller context needs.
     let last = events(&frames, "diagnostic").last().unwrap()["data"]["summary"].clone();
     assert!(
         last.as_str()

@@ -112,6 +112,20 @@ impl FakeLlm {
     /// [`Self::start`], answering consecutive title requests with `titles` (then a 500).
     #[must_use]
     pub fn with_titles(replies: Vec<Reply>, titles: Vec<Reply>) -> Self {
+        Self::serving(replies, titles, 64, false)
+    }
+
+    /// Serves `replies` to the first `replies.len()` connections, then closes its port: a
+    /// later connect is refused (a provider gone unreachable).
+    #[must_use]
+    pub fn then_refusing(replies: Vec<Reply>) -> Self {
+        let n = replies.len();
+        Self::serving(replies, Vec::new(), n, true)
+    }
+
+    /// Serves at most `connections`; with `close`, the port is closed once the last one is
+    /// accepted, before it is answered, so that no later connect can reach it.
+    fn serving(replies: Vec<Reply>, titles: Vec<Reply>, connections: usize, close: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, seen) = mpsc::channel();
@@ -122,10 +136,15 @@ impl FakeLlm {
         let titled: Queue = Arc::new(Mutex::new(titles.into_iter()));
         thread::spawn(move || {
             // Bounded: the test ends the process; at most this many connections are served.
-            for _ in 0..64 {
+            for n in 1..=connections {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
+                if close && n == connections {
+                    drop(listener);
+                    serve(stream, [&turns, &titled], [&tx, &ttx], (&stx, &ctx));
+                    return;
+                }
                 let (tx, ttx, ctx, stx) = (tx.clone(), ttx.clone(), ctx.clone(), stx.clone());
                 let (turns, titled) = (turns.clone(), titled.clone());
                 thread::spawn(move || {
