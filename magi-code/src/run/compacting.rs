@@ -106,6 +106,17 @@ impl Run {
         }
         self.comp.note(&std::mem::take(&mut c.pending));
         match std::mem::replace(&mut c.stage, Stage::Summarizing) {
+            // Cancelled meanwhile: closed as the summary's cancellation is, with no request.
+            Stage::Opening if self.cancelled => {
+                let what = "the summary request failed (cancelled)";
+                let done = self.compaction_activity(&c.id, ActivityState::Failed, what);
+                let why = "cancelled".to_owned();
+                c.stage = Stage::Closing {
+                    cancelled: true,
+                    why,
+                };
+                self.store_compaction(c, vec![done]);
+            }
             Stage::Opening => self.summarize(c),
             Stage::Closing {
                 cancelled: true, ..

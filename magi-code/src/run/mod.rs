@@ -9,6 +9,8 @@ pub mod calls;
 pub mod compacting;
 pub mod compaction;
 pub mod content;
+#[cfg(any(test, feature = "testing"))]
+pub mod fuzzing;
 pub mod outcome;
 pub mod repeats;
 pub mod segment;

@@ -33,6 +33,10 @@ pub struct Streaming {
 impl Run {
     /// The next step, if the run may take one: compaction first when due, then its request.
     pub(super) fn begin_step(&mut self) {
+        // A cancelled run asks the provider for nothing more (no step, no compaction).
+        if self.cancelled {
+            return self.finish(End::Cancelled);
+        }
         if self.steps >= self.cfg.max_steps {
             let summary = format!("the turn reached its bound of {} steps", self.cfg.max_steps);
             self.voice.diagnostic(DiagnosticCode::StepLimit, &summary);
@@ -69,6 +73,9 @@ impl Run {
                 return self.finish(End::Failed(ErrorCode::PersistenceFailed));
             }
             Compacted::Done | Compacted::Skipped | Compacted::Failed => {}
+        }
+        if self.cancelled {
+            return self.finish(End::Cancelled);
         }
         let Some(max_output_tokens) = bound else {
             let summary = self.too_small(estimate);
