@@ -64,8 +64,13 @@ fn approval_expires_at_60000_ms_and_the_call_is_denied() {
     h.now = t0 + 60_000;
     h.feed(Input::Tick);
     h.pump();
+    // An expired approval is a denial (`runner.md` 2), saying why.
     let (output, is_error) = h.result_of("c1");
-    assert!(is_error && output.contains("expired"), "{output}");
+    assert!(
+        is_error && output.starts_with("denied by the user"),
+        "{output}"
+    );
+    assert!(output.contains("expired"), "{output}");
     assert!(h.jobs.is_empty(), "the write never ran");
     went_on(&h);
     // The step after carries the error result.

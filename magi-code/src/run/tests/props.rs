@@ -6,6 +6,7 @@ use super::{call, calls_answered, replay_valid, text, usage, valid_request, Harn
 use crate::config::{Hook, Hooks};
 use crate::history::projection::Projection;
 use crate::history::room::Room;
+use crate::history::RunOutcome;
 use crate::providers::ModelEvent;
 use crate::run::fuzzing::{config, CLIENT_TOOL};
 use crate::run::{AppendKind, Input, Output, Persistence, State, Waiting};
@@ -219,7 +220,13 @@ fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
     if f.persistence == Persistence::Durable {
         prop_assert!(h.appends.iter().all(|a| a.1));
     } else {
+        // Lost records never go unexplained: no revision, and a code that says why.
         prop_assert_eq!(f.revision.clone(), None);
+        prop_assert!(f.error_code.is_some());
+    }
+    if f.persistence == Persistence::NotStarted {
+        prop_assert_eq!(f.outcome, RunOutcome::Failed);
+        prop_assert!(h.requests.is_empty(), "no step before the input is stored");
     }
     // A cancelled run asks the provider for nothing more.
     prop_assert_eq!(h.steps_after_cancel, 0);
