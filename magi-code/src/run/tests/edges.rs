@@ -440,3 +440,35 @@ fn inputs_before_the_start_and_after_the_end_are_ignored() {
     assert_eq!(h.run.poll_output(), None);
     assert_eq!(h.run.state(), State::Finished);
 }
+
+/// Runs a step of `n` calls to a tool not offered (each answered at once) on a thread with
+/// a worker's default 2 MiB stack.
+fn refused_calls_on_a_worker_stack(n: usize) {
+    let done = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let calls = (0..n)
+                .map(|i| call(&format!("c{i}"), "no_such_tool", json!({"i": i})))
+                .collect();
+            let mut h = Harness::with(vec![calls]);
+            h.start(0);
+            calls_answered(&h.store).unwrap();
+            h.the_end().outcome
+        })
+        .unwrap()
+        .join();
+    assert_eq!(done.ok(), Some(RunOutcome::Completed));
+}
+
+#[test]
+fn a_step_of_128_refused_calls_fits_a_worker_stack() {
+    // Chat's and Responses' bound on one step's calls.
+    refused_calls_on_a_worker_stack(crate::run::fuzzing::FUZZ_STEP_CALLS);
+}
+
+#[test]
+#[ignore = "known bug: the calls recurse once per call answered at once; 4,096 overflow the stack"]
+fn a_step_of_4096_refused_calls_fits_a_worker_stack() {
+    // Anthropic's bound on one step's content blocks.
+    refused_calls_on_a_worker_stack(crate::providers::anthropic::BLOCKS);
+}
