@@ -472,3 +472,47 @@ fn a_step_of_4096_refused_calls_fits_a_worker_stack() {
     // Anthropic's bound on one step's content blocks.
     refused_calls_on_a_worker_stack(crate::providers::anthropic::BLOCKS);
 }
+
+#[test]
+fn a_cancel_while_the_input_is_stored_sends_no_request() {
+    let mut h = Harness::with(vec![]);
+    // Input 0 is the input's append outcome: the cancel comes just before it.
+    h.cancel_at = Some(0);
+    h.start(0);
+    let f = h.the_end();
+    assert_eq!(
+        (f.outcome, f.persistence),
+        (RunOutcome::Cancelled, Persistence::Durable)
+    );
+    assert!(h.requests.is_empty());
+    assert!(h
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::InputPersisted(_))));
+}
+
+#[test]
+fn a_cancel_while_a_compaction_opens_sends_no_summary_request() {
+    let mut probe = Harness::new(measured(0), vec![]);
+    probe.start(0);
+    let line = serde_json::to_vec(&probe.store[0]).unwrap().len() as u64 + 1;
+    let mut h = Harness::new(measured(8_001 - line / 4), vec![]);
+    // Input 1 is the outcome of the compaction's opening append.
+    h.cancel_at = Some(1);
+    h.start(0);
+    assert!(!summarized(&h) && h.requests.is_empty());
+    let f = h.the_end();
+    assert_eq!(
+        (f.outcome, f.persistence),
+        (RunOutcome::Cancelled, Persistence::Durable)
+    );
+    // The compaction's activity is closed, for the client and in the store.
+    let closed = |state| {
+        h.store.iter().any(|r| {
+            matches!(&r.body, Body::Activity { kind: crate::history::ActivityKind::Compaction, state: s, .. } if *s == state)
+        })
+    };
+    assert!(closed(crate::history::ActivityState::Started));
+    assert!(closed(crate::history::ActivityState::Failed));
+    replay_valid(&h.store).unwrap();
+}
