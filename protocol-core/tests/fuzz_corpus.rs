@@ -14,14 +14,16 @@ const TARGETS: [(&str, Target); 3] = [
     ("engine", protocol_core::fuzzing::engine),
 ];
 
-/// Corpora of magi-code's provider targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs`.
-const MAGI_CODE_TARGETS: [&str; 6] = [
+/// Corpora of magi-code's targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs` (`run`:
+/// by `run::fuzzing`'s own test).
+const MAGI_CODE_TARGETS: [&str; 7] = [
     "sse",
     "anthropic",
     "openai_chat",
     "openai_responses",
     "mcp_jsonrpc",
     "profile_front_matter",
+    "run",
 ];
 
 fn fuzz_dir() -> PathBuf {

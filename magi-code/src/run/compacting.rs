@@ -115,6 +115,16 @@ pub fn stored(sh: &mut Shared, mut c: Compaction, r: Result<Stored, ErrorCode>) 
     }
     sh.comp.note(&std::mem::take(&mut c.pending));
     match std::mem::replace(&mut c.stage, Stage::Summarizing) {
+        // Cancelled meanwhile: closed as the summary's cancellation is, with no request.
+        Stage::Opening if sh.cancelled => {
+            let what = "the summary request failed (cancelled)";
+            let done = activity(sh, &c.id, ActivityState::Failed, what);
+            c.stage = Stage::Closing {
+                cancelled: true,
+                why: "cancelled".to_owned(),
+            };
+            store(sh, c, vec![done])
+        }
         Stage::Opening => summarize(sh, c),
         Stage::Closing {
             cancelled: true, ..

@@ -10,6 +10,8 @@ pub mod calls;
 pub mod compacting;
 pub mod compaction;
 pub mod content;
+#[cfg(any(test, feature = "testing"))]
+pub mod fuzzing;
 pub mod io;
 pub mod machine;
 pub mod outcome;

@@ -46,6 +46,10 @@ pub enum StepNext {
 
 /// The next step, if the run may take one: compaction first when due, then its request.
 pub fn begin(sh: &mut Shared) -> StepNext {
+    // A cancelled run asks the provider for nothing more (no step, no compaction).
+    if sh.cancelled {
+        return StepNext::Finish(End::Cancelled);
+    }
     if sh.steps >= sh.cfg.max_steps {
         let summary = format!("the turn reached its bound of {} steps", sh.cfg.max_steps);
         sh.voice.diagnostic(DiagnosticCode::StepLimit, &summary);
@@ -75,6 +79,9 @@ pub fn before_request(sh: &mut Shared, at: After, compacted: Compacted) -> StepN
             return StepNext::Finish(End::Failed(ErrorCode::PersistenceFailed));
         }
         Compacted::Done | Compacted::Skipped | Compacted::Failed => {}
+    }
+    if sh.cancelled {
+        return StepNext::Finish(End::Cancelled);
     }
     let Some(max_output_tokens) = bound else {
         let summary = too_small(sh, estimate);

@@ -1,1 +1,0 @@
-//! The run machine on a virtual clock: scripted inputs, every output checked.

@@ -1,0 +1,253 @@
+//! Random runs: steps of 0–4 calls of every sort, approvals and client answers given, denied
+//! or left to expire, a cancel, an append failure and a crash at any point; the invariants
+//! of `runner.md` 2 and 5 and of `run.finished` hold for each.
+
+use super::{call, calls_answered, replay_valid, text, usage, valid_request, Harness};
+use crate::config::{Hook, Hooks};
+use crate::history::projection::Projection;
+use crate::history::room::Room;
+use crate::history::RunOutcome;
+use crate::providers::ModelEvent;
+use crate::run::fuzzing::{config, CLIENT_TOOL};
+use crate::run::{AppendKind, Input, Output, Persistence, State, Waiting};
+use proptest::prelude::*;
+use protocol_core::ErrorCode;
+use serde_json::json;
+
+/// One tool call of a step.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// A read built-in: runs unasked, batches with its neighbours.
+    Read,
+    /// A write built-in: asks.
+    Write,
+    /// A tool not offered.
+    Unknown,
+    /// Input that is not an object, or breaks the schema.
+    Bad,
+    /// The client's tool.
+    Client,
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        4 => Just(Kind::Read),
+        3 => Just(Kind::Write),
+        1 => Just(Kind::Unknown),
+        1 => Just(Kind::Bad),
+        1 => Just(Kind::Client),
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    text: bool,
+    usage: Option<u64>,
+    calls: Vec<Kind>,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    (
+        any::<bool>(),
+        prop_oneof![Just(None), Just(Some(1_000)), Just(Some(8_500))],
+        prop::collection::vec(kind(), 0..5),
+    )
+        .prop_map(|(text, usage, calls)| Step { text, usage, calls })
+}
+
+#[derive(Debug, Clone)]
+struct Plan {
+    steps: Vec<Step>,
+    /// Answers in turn: 0 allow, 1 deny, 2 let it expire (approvals); 0 ok, 1 failed, 2 time
+    /// out (client calls).
+    answers: Vec<u8>,
+    cancel_at: Option<usize>,
+    fail_at: Option<usize>,
+    crash_at: Option<usize>,
+    /// 0 unbounded, 1 a fresh projection's room, 2 none.
+    room: u8,
+    hooks: bool,
+    small_window: bool,
+}
+
+fn plan() -> impl Strategy<Value = Plan> {
+    (
+        prop::collection::vec(step(), 0..5),
+        prop::collection::vec(0..3u8, 0..8),
+        prop::option::of(0..60usize),
+        prop::option::of(0..12usize),
+        prop::option::weighted(0.3, 0..80usize),
+        prop_oneof![6 => Just(0u8), 3 => Just(1), 1 => Just(2)],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(steps, answers, cancel_at, fail_at, crash_at, room, hooks, small_window)| Plan {
+                steps,
+                answers,
+                cancel_at,
+                fail_at,
+                crash_at,
+                room,
+                hooks,
+                small_window,
+            },
+        )
+}
+
+fn script(steps: &[Step]) -> Vec<Vec<ModelEvent>> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            let mut ev = Vec::new();
+            if st.text {
+                ev.push(text(&format!("step {s}")));
+            }
+            for (i, k) in st.calls.iter().enumerate() {
+                let id = format!("s{s}c{i}");
+                ev.push(match k {
+                    Kind::Read => call(&id, "read_file", json!({"path": format!("f{i}")})),
+                    Kind::Write => call(&id, "write_file", json!({"path": "w", "content": id})),
+                    Kind::Unknown => call(&id, "no_such_tool", json!({})),
+                    Kind::Bad if i % 2 == 0 => call(&id, "read_file", json!("{not json")),
+                    Kind::Bad => call(&id, "read_file", json!({"path": 5})),
+                    Kind::Client => call(&id, CLIENT_TOOL, json!({"n": i})),
+                });
+            }
+            if let Some(t) = st.usage {
+                ev.push(usage(t));
+            }
+            ev
+        })
+        .collect()
+}
+
+/// Runs `plan` to its end (or its crash); returns the harness and the writes allowed.
+fn play(p: &Plan) -> (Harness, usize) {
+    let hooks = if p.hooks {
+        let hook = Hook {
+            command: "check".into(),
+            tools: Some(vec!["write_file".into(), "read_file".into()]),
+        };
+        Hooks {
+            pre_tool: vec![hook.clone()],
+            post_tool: vec![hook],
+        }
+    } else {
+        Hooks::default()
+    };
+    let window = if p.small_window { 10_000 } else { 200_000 };
+    let mut h = Harness::new(config(window, hooks), script(&p.steps));
+    h.room = match p.room {
+        0 => Room::unbounded(),
+        1 => Room::left_by(&Projection::default()),
+        _ => Room::none(),
+    };
+    let fail_at = p.fail_at;
+    h.fail = Box::new(move |n, _| (Some(n) == fail_at).then_some(ErrorCode::PersistenceFailed));
+    h.cancel_at = p.cancel_at;
+    h.crash_at = p.crash_at;
+    let mut answers = p.answers.iter().copied().cycle();
+    let mut allowed = 0;
+    h.start(1_000);
+    for _ in 0..200 {
+        if h.crashed || !h.finished().is_empty() {
+            break;
+        }
+        let answer = answers.next().unwrap_or(0);
+        match h.run.waiting() {
+            Some(Waiting::Approval(id)) if answer < 2 => {
+                allowed += usize::from(answer == 0);
+                h.now += 1_000;
+                h.feed(Input::Approval {
+                    approval_id: id,
+                    allow: answer == 0,
+                });
+            }
+            Some(Waiting::ClientCall(id)) if answer < 2 => {
+                h.now += 1_000;
+                h.feed(Input::ClientResult {
+                    call_id: id,
+                    ok: answer == 0,
+                    output: "client says".into(),
+                });
+            }
+            Some(_) => {
+                h.now = h.run.timeout().expect("a deadline");
+                h.feed(Input::Tick);
+            }
+            None => panic!(
+                "stuck in {:?}: nothing asked, nothing awaited",
+                h.run.state()
+            ),
+        }
+        h.pump();
+    }
+    (h, allowed)
+}
+
+fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
+    // Whole appends only: every stored call has its result, crash or not.
+    calls_answered(&h.store).map_err(TestCaseError::fail)?;
+    // Every request, and the conversation a later turn replays, is valid on every API.
+    for r in &h.requests {
+        valid_request(&r.items).map_err(TestCaseError::fail)?;
+    }
+    replay_valid(&h.store).map_err(TestCaseError::fail)?;
+    // A write runs only when allowed.
+    let writes = h.jobs.iter().filter(|j| j.name == "write_file").count();
+    prop_assert!(writes <= allowed, "{writes} writes ran, {allowed} allowed");
+    let finished = h.finished();
+    if h.crashed {
+        prop_assert!(finished.len() <= 1);
+        return Ok(());
+    }
+    prop_assert_eq!(finished.len(), 1, "one Finished");
+    prop_assert!(matches!(h.outputs.last(), Some(Output::Finished(_))));
+    prop_assert_eq!(h.run.state(), State::Finished);
+    let f = finished[0];
+    let input_failed = h.appends.first().is_some_and(|a| !a.1);
+    let later_failed = h.appends.iter().skip(1).any(|a| !a.1);
+    let want = if input_failed {
+        Persistence::NotStarted
+    } else if later_failed || h.appends.last().map(|a| a.0) != Some(AppendKind::Final) {
+        Persistence::Degraded
+    } else {
+        Persistence::Durable
+    };
+    prop_assert_eq!(f.persistence, want, "appends {:?}", h.appends);
+    if f.persistence == Persistence::Durable {
+        prop_assert!(h.appends.iter().all(|a| a.1));
+    } else {
+        // Lost records never go unexplained: no revision, and a code that says why.
+        prop_assert_eq!(f.revision.clone(), None);
+        prop_assert!(f.error_code.is_some());
+    }
+    if f.persistence == Persistence::NotStarted {
+        prop_assert_eq!(f.outcome, RunOutcome::Failed);
+        prop_assert!(h.requests.is_empty(), "no step before the input is stored");
+    }
+    // A cancelled run asks the provider for nothing more.
+    prop_assert_eq!(h.steps_after_cancel, 0);
+    prop_assert_eq!(h.summaries_after_cancel, 0);
+    if let Some(at) = h.cancelled_at {
+        let after = h.inputs - at;
+        let bound = 2 * h.pending_at_cancel + 4;
+        prop_assert!(
+            after <= bound,
+            "{after} inputs after the cancel, bound {bound} (plan {p:?})"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_runs_keep_the_invariants(p in plan()) {
+        let (h, allowed) = play(&p);
+        check(&p, &h, allowed)?;
+    }
+}
