@@ -74,8 +74,8 @@ pub fn exec_spec(reachable: &[ToolSpec]) -> ToolSpec {
 }
 
 /// [`FIXED_TEXT`], a blank line, then the reachable tools in name order (`exec` left out):
-/// at most [`MAX_DECLARED_TOOLS`] as a comment line (the description's first line) over
-/// each declaration, more as one `name: first line` line each.
+/// at most [`MAX_DECLARED_TOOLS`] as a comment line (the description's first line, left out
+/// when empty) over each declaration, more as one `name: first line` line each.
 #[must_use]
 pub fn description(reachable: &[ToolSpec]) -> String {
     let tools = listed(reachable);
@@ -86,8 +86,11 @@ pub fn description(reachable: &[ToolSpec]) -> String {
     } else if tools.len() <= MAX_DECLARED_TOOLS {
         out.push_str("Tools:");
         for t in tools {
-            out.push_str("\n// ");
-            out.push_str(&first_line(&t.description));
+            let line = first_line(&t.description);
+            if !line.is_empty() {
+                out.push_str("\n// ");
+                out.push_str(&line);
+            }
             out.push('\n');
             out.push_str(&declaration(t, DECLARATION_BYTES));
         }
@@ -99,8 +102,11 @@ pub fn description(reachable: &[ToolSpec]) -> String {
         for t in tools {
             out.push('\n');
             out.push_str(&js_name(&t.name));
-            out.push_str(": ");
-            out.push_str(&first_line(&t.description));
+            let line = first_line(&t.description);
+            if !line.is_empty() {
+                out.push_str(": ");
+                out.push_str(&line);
+            }
         }
     }
     out
@@ -726,6 +732,22 @@ mod tests {
         assert_eq!(describe(&tools, "nope"), None);
         assert_eq!(describe(&[tool(EXEC, exec_input_schema())], EXEC), None);
         assert!(description(&[]).ends_with("\n\nNo tool is reachable from code."));
+        tools[0].description = " \n".into();
+        let d = description(&tools);
+        assert!(
+            d.contains("\nt01: The t01 tool.\nt02: The t02 tool.\n"),
+            "{d}"
+        );
+        assert!(d.contains("\nt00\nt01"), "{d}");
+        let bare = tool("t", json!({"type": "object", "properties": {}}));
+        let d = description(&[ToolSpec {
+            description: String::new(),
+            ..bare
+        }]);
+        assert!(
+            d.ends_with("\n\nTools:\nt(input: {}): Promise<string>"),
+            "{d}"
+        );
     }
 
     #[test]
