@@ -1,6 +1,7 @@
 //! Configuration: the merged, validated settings of one child, its instructions, profiles,
 //! skills and hook definitions.
 
+pub mod code_mode;
 mod files;
 pub mod front_matter;
 #[cfg(feature = "testing")]
@@ -8,11 +9,14 @@ pub mod fuzzing;
 pub mod hooks;
 pub mod instructions;
 pub mod invalid;
+pub mod policy;
 pub mod profiles;
 pub mod settings;
 pub mod skills;
 
+pub use code_mode::CodeMode;
 pub use hooks::{Hook, Hooks};
+pub use policy::Policy;
 pub use profiles::Profile;
-pub use settings::{CompatProvider, McpServer, Policy, Settings, WireApi};
+pub use settings::{CompatProvider, McpServer, Settings, WireApi};
 pub use skills::Skill;

@@ -35,20 +35,11 @@ pub const MAX_MAX_OUTPUT_TOKENS: u64 = 1_000_000;
 /// Most `instructions` paths: each is opened at startup, so a long list must not stall it.
 pub const MAX_INSTRUCTION_PATHS: usize = 64;
 
+pub use super::code_mode::CodeMode;
 pub use super::invalid::Invalid;
+pub use super::policy::Policy;
 
 type R<T> = Result<T, Invalid>;
-
-/// Tool policy per class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    /// Run without asking.
-    Allow,
-    /// Ask the client; deny on expiry.
-    Ask,
-    /// Never run.
-    Deny,
-}
 
 /// The request shape a configured provider speaks (runner.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,6 +118,9 @@ pub struct Settings {
     pub tool_mcp: Policy,
     /// Policy for `task` (subagents; `tools.task`, default allow).
     pub tool_task: Policy,
+    /// Policy for a direct `exec` call (`tools.code`, default allow: it acts only through
+    /// tools, each under `code_mode.tools`).
+    pub tool_code: Policy,
     /// Retention of old sessions in days (0 disables pruning).
     pub retention_days: u64,
     /// `agent`: the primary profile's name, if any.
@@ -137,6 +131,11 @@ pub struct Settings {
     pub skills_disabled: Vec<String>,
     /// `hooks` (global settings only).
     pub hooks: super::hooks::Hooks,
+    /// `code_mode` (`code-mode.md` 2).
+    // Integration: nothing reads this yet. The `exec` tool reads `enabled` and `only` where
+    // the tool table is built (agent/context.rs), `tools` and the bounds where a cell runs,
+    // and `tool_code` beside the other classes in agent/drive.rs's `Policies`.
+    pub code_mode: CodeMode,
 }
 
 impl Default for Settings {
@@ -163,11 +162,13 @@ impl Default for Settings {
             tool_client: Policy::Allow,
             tool_mcp: Policy::Ask,
             tool_task: Policy::Allow,
+            tool_code: Policy::Allow,
             retention_days: 30,
             agent: None,
             agents_disabled: Vec::new(),
             skills_disabled: Vec::new(),
             hooks: super::hooks::Hooks::default(),
+            code_mode: CodeMode::default(),
         }
     }
 }
@@ -278,12 +279,7 @@ fn provider_window(s: &mut Settings, name: &str, c: &Map<String, Value>) -> R<()
 }
 
 fn policy(v: &Value) -> R<Policy> {
-    match v.as_str() {
-        Some("allow") => Ok(Policy::Allow),
-        Some("ask") => Ok(Policy::Ask),
-        Some("deny") => Ok(Policy::Deny),
-        _ => Err(Invalid("bad policy")),
-    }
+    super::policy::parse(v)
 }
 
 fn is_provider_name(s: &str) -> bool {
@@ -334,6 +330,7 @@ fn check_shape(m: &Map<String, Value>) -> R<()> {
             "agent",
             "agents",
             "skills",
+            "code_mode",
         ],
     )?;
     Ok(())
@@ -536,7 +533,10 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         }
     }
     if let Some(v) = m.get("tools") {
-        let t = obj(v, &["shell", "write", "read", "client", "mcp", "task"])?;
+        let t = obj(
+            v,
+            &["shell", "write", "read", "client", "mcp", "task", "code"],
+        )?;
         if let Some(p) = t.get("read") {
             s.tool_read = policy(p)?;
         }
@@ -555,9 +555,15 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
         if let Some(p) = t.get("task") {
             s.tool_task = policy(p)?;
         }
+        if let Some(p) = t.get("code") {
+            s.tool_code = policy(p)?;
+        }
     }
     if let Some(v) = m.get("hooks") {
         s.hooks = super::hooks::Hooks::parse(v)?;
+    }
+    if let Some(v) = m.get("code_mode") {
+        s.code_mode = CodeMode::parse(v, whole)?;
     }
     // `agent`, `agents` and `skills` (runner.md §7): profile and skill names.
     if let Some(v) = m.get("agent") {

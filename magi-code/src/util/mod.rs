@@ -1,6 +1,7 @@
-//! Helpers that know nothing of the rest of the crate: cancellation, clocks, redaction,
-//! paging, text cutting, time, child processes, IDs and notice codes.
+//! Helpers that know nothing of the rest of the crate: the tool output bound, cancellation,
+//! clocks, redaction, paging, text cutting, time, child processes, IDs and notice codes.
 
+pub mod bound;
 pub mod cancel;
 pub mod clock;
 pub mod ids;

@@ -270,6 +270,51 @@ fn runner_and_provider_keys_out_of_range_are_configuration_invalid() {
 }
 
 #[test]
+fn code_mode_keys_at_their_edges_are_ready() {
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "code_mode": {"enabled": true, "timeout_ms": 1_000, "cpu_ms": 600_000,
+                      "memory_mib": 16, "max_calls": 1_000, "tools": {"task": "allow"}},
+        "tools": {"code": "ask"}
+    }));
+    env.write_project_settings(&json!({"code_mode": {"only": true, "max_calls": 1}}));
+    let mut s = env.spawn();
+    let init = s.initialize();
+    assert_ready_status(&init["status"], "scripted", "echo");
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn code_mode_keys_out_of_range_are_configuration_invalid() {
+    let bad = [
+        json!({"code_mode": {"timeout_ms": 999}}),
+        json!({"code_mode": {"timeout_ms": 3_600_001}}),
+        json!({"code_mode": {"cpu_ms": 99}}),
+        json!({"code_mode": {"cpu_ms": 600_001}}),
+        json!({"code_mode": {"memory_mib": 15}}),
+        json!({"code_mode": {"memory_mib": 1_025}}),
+        json!({"code_mode": {"max_calls": 0}}),
+        json!({"code_mode": {"max_calls": 1_001}}),
+        json!({"code_mode": {"only": true}}),
+        json!({"code_mode": {"tools": {"code": "allow"}}}),
+        json!({"code_mode": {"enable": true}}),
+        json!({"tools": {"code": "never"}}),
+    ];
+    for settings in &bad {
+        let env = Env::new();
+        env.write_project_settings(settings);
+        let mut s = env.spawn();
+        let f = s.call("init", "initialize", &init_params(&["status"]));
+        assert_eq!(
+            f["error"],
+            json!({"code": "configuration_invalid"}),
+            "settings {settings} answered {f}"
+        );
+        s.shutdown_ok("bye");
+    }
+}
+
+#[test]
 fn missing_instructions_path_is_configuration_invalid() {
     let env = Env::new();
     env.write_global_settings(&json!({"instructions": ["docs/missing.md"]}));

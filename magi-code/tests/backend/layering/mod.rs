@@ -41,7 +41,7 @@ const LAYERS: [&[&str]; 10] = [
     /* 4 */
     &["session/", "run/"],
     /* 5 */ &["catalog/", "discovery/"],
-    /* 6 */ &["tools/", "providers/"],
+    /* 6 */ &["tools/", "providers/", "codemode/"],
     /* 7 */ &["mcp/", "history/"],
     // `runtime.rs` holds the admitted `config::Settings`, so it sits one row above `config/`
     // rather than beside it as layout.md draws it.
