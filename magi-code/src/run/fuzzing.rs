@@ -3,6 +3,8 @@
 //! never panic, must emit at most one [`Output::Finished`] and nothing after it, and once
 //! cancelled it must finish when its driver then answers honestly.
 
+use super::io::{Config, HookEnd, Input, Output, Policies, Stored, ToolEnd};
+use super::machine::Run;
 use crate::config::{Hook, Hooks, Policy};
 use crate::history::compact::Snapshot;
 use crate::history::room::Room;
@@ -10,7 +12,6 @@ use crate::history::Item;
 use crate::mcp::Lost;
 use crate::providers::model::{StopReason, Usage};
 use crate::providers::{ModelEvent, StepFailure};
-use crate::run::{Config, HookEnd, Input, Output, Policies, Run, Stored, ToolEnd};
 use crate::tools::{ToolDetails, ToolOutcome, ToolRegistry};
 use crate::wire::events::MessageDeltaData;
 use protocol_core::{ClientToolDef, ErrorCode};
@@ -193,14 +194,6 @@ impl Fuzz {
 
     /// One input read from the bytes.
     fn input(&mut self, d: &mut Bytes<'_>) -> Input {
-        let names = [
-            "read_file",
-            "write_file",
-            "shell",
-            CLIENT_TOOL,
-            "nope",
-            "grep",
-        ];
         let failures = [
             StepFailure::Cancelled,
             StepFailure::Unreachable,
@@ -214,22 +207,7 @@ impl Fuzz {
             3 => Input::Appended(Err(ErrorCode::PersistenceFailed)),
             4 => Input::Model(ModelEvent::TextDelta(d.text())),
             5 | 6 if self.step_calls >= FUZZ_STEP_CALLS => Input::Flush,
-            5 | 6 => {
-                self.step_calls += 1;
-                let name = names[usize::from(d.byte()) % names.len()];
-                let input = match d.byte() % 5 {
-                    0 => json!({"path": "a"}),
-                    1 => json!({"path": "a", "content": d.text()}),
-                    2 => Value::String(d.text()),
-                    3 => json!({"command": "ls"}),
-                    _ => json!({"pattern": d.text()}),
-                };
-                Input::Model(ModelEvent::ToolCall {
-                    call_id: format!("c{}", d.byte()),
-                    name: name.into(),
-                    input,
-                })
-            }
+            5 | 6 => self.call(d),
             7 | 8 => Input::StepEnded(Ok(())),
             9 => Input::StepEnded(Err(failures[usize::from(d.byte()) % failures.len()])),
             10 => Input::SummaryEnded(match d.byte() % 3 {
@@ -237,23 +215,7 @@ impl Fuzz {
                 1 => Ok(String::new()),
                 _ => Err(failures[usize::from(d.byte()) % failures.len()]),
             }),
-            11 | 12 => {
-                let n = match (d.byte() % 3, self.pending) {
-                    (0 | 1, Some(Pending::Tools(n))) => n,
-                    (_, _) => usize::from(d.byte() % 6),
-                };
-                let ends = (0..n)
-                    .map(|i| ToolEnd {
-                        outcome: (!d.byte().is_multiple_of(4)).then(|| ran(&format!("out {i}"))),
-                        lost: match d.byte() % 8 {
-                            0 => Some(Lost::Exited),
-                            1 => Some(Lost::Failed),
-                            _ => None,
-                        },
-                    })
-                    .collect();
-                Input::ToolsEnded(ends)
-            }
+            11 | 12 => self.tools_ended(d),
             13 => Input::HookEnded(match d.byte() % 4 {
                 0 => HookEnd::Exit(0),
                 1 => HookEnd::Exit(2),
@@ -275,17 +237,7 @@ impl Fuzz {
                     output: d.text(),
                 }
             }
-            16 => {
-                // Time moves on, sometimes to the pending deadline's edge, sometimes far.
-                let b = d.byte();
-                self.now = match (b % 4, self.run.timeout()) {
-                    (0, Some(t)) => t.saturating_sub(1),
-                    (1, Some(t)) => t,
-                    (2, _) => self.now.saturating_add(u64::from(b) << 40),
-                    _ => self.now.saturating_add(u64::from(b) * 1_000),
-                };
-                Input::Tick
-            }
+            16 => self.tick(d),
             17 => Input::Cancel,
             18 => {
                 if d.byte().is_multiple_of(8) {
@@ -305,20 +257,65 @@ impl Fuzz {
                 part: u64::from(d.byte()),
                 text: d.text(),
             }),
-            _ => Input::Model(match d.byte() % 4 {
-                0 => ModelEvent::Usage(Usage {
-                    input_tokens: u64::from(d.byte()) * 100,
-                    output_tokens: 1,
-                    cached_input_tokens: None,
-                }),
-                1 => ModelEvent::ReasoningSummary {
-                    id: "r0".into(),
-                    text: d.text(),
-                },
-                2 => ModelEvent::ProviderItem(json!({"type": "thinking", "signature": "x"})),
-                _ => ModelEvent::Stop(StopReason::EndTurn),
-            }),
+            _ => Input::Model(model_misc(d)),
         }
+    }
+
+    /// A tool call of the streaming step, to a tool offered or not, with any input.
+    fn call(&mut self, d: &mut Bytes<'_>) -> Input {
+        let names = [
+            "read_file",
+            "write_file",
+            "shell",
+            CLIENT_TOOL,
+            "nope",
+            "grep",
+        ];
+        self.step_calls += 1;
+        let name = names[usize::from(d.byte()) % names.len()];
+        let input = match d.byte() % 5 {
+            0 => json!({"path": "a"}),
+            1 => json!({"path": "a", "content": d.text()}),
+            2 => Value::String(d.text()),
+            3 => json!({"command": "ls"}),
+            _ => json!({"pattern": d.text()}),
+        };
+        Input::Model(ModelEvent::ToolCall {
+            call_id: format!("c{}", d.byte()),
+            name: name.into(),
+            input,
+        })
+    }
+
+    /// Tool ends, as many as the pending batch or any other number.
+    fn tools_ended(&self, d: &mut Bytes<'_>) -> Input {
+        let n = match (d.byte() % 3, self.pending) {
+            (0 | 1, Some(Pending::Tools(n))) => n,
+            (_, _) => usize::from(d.byte() % 6),
+        };
+        let ends = (0..n)
+            .map(|i| ToolEnd {
+                outcome: (!d.byte().is_multiple_of(4)).then(|| ran(&format!("out {i}"))),
+                lost: match d.byte() % 8 {
+                    0 => Some(Lost::Exited),
+                    1 => Some(Lost::Failed),
+                    _ => None,
+                },
+            })
+            .collect();
+        Input::ToolsEnded(ends)
+    }
+
+    /// Time moves on, sometimes to the pending deadline's edge, sometimes far.
+    fn tick(&mut self, d: &mut Bytes<'_>) -> Input {
+        let b = d.byte();
+        self.now = match (b % 4, self.run.timeout()) {
+            (0, Some(t)) => t.saturating_sub(1),
+            (1, Some(t)) => t,
+            (2, _) => self.now.saturating_add(u64::from(b) << 40),
+            _ => self.now.saturating_add(u64::from(b) * 1_000),
+        };
+        Input::Tick
     }
 
     /// The honest answer to what the machine asked for last, once cancelled.
@@ -413,6 +410,23 @@ pub fn drive(data: &[u8]) {
     f.feed(Input::Tick);
     f.run.start(f.now);
     f.drain();
+}
+
+/// A usage, a reasoning summary, a provider item or a stop.
+fn model_misc(d: &mut Bytes<'_>) -> ModelEvent {
+    match d.byte() % 4 {
+        0 => ModelEvent::Usage(Usage {
+            input_tokens: u64::from(d.byte()) * 100,
+            output_tokens: 1,
+            cached_input_tokens: None,
+        }),
+        1 => ModelEvent::ReasoningSummary {
+            id: "r0".into(),
+            text: d.text(),
+        },
+        2 => ModelEvent::ProviderItem(json!({"type": "thinking", "signature": "x"})),
+        _ => ModelEvent::Stop(StopReason::EndTurn),
+    }
 }
 
 #[cfg(test)]
