@@ -5,6 +5,7 @@ pub mod agent;
 pub mod catalog;
 pub mod cli;
 pub mod client;
+pub mod codemode;
 pub mod config;
 pub mod discovery;
 pub mod history;

@@ -1,8 +1,9 @@
 //! Helpers that know nothing of the rest of the crate: cancellation, clocks, redaction,
-//! paging, text cutting, time, child processes, IDs and notice codes.
+//! paging, text cutting, time, child processes and their environment, IDs and notice codes.
 
 pub mod cancel;
 pub mod clock;
+pub mod env;
 pub mod ids;
 pub mod notice;
 pub mod paging;
