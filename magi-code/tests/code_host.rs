@@ -130,6 +130,37 @@ fn nested_calls_round_trip_and_backend_errors_throw_tool_error() {
 }
 
 #[test]
+fn deferred_calls_run_together_and_answer_in_any_order() {
+    let mut h = start();
+    let answerer = h.answerer();
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    // Another thread answers once all three calls are in flight, last one first.
+    let worker = std::thread::spawn(move || {
+        let ids: Vec<u64> = rx.iter().take(3).collect();
+        for id in ids.iter().rev() {
+            answerer.answer(*id, CallAnswer::Output(format!("answer {id}")));
+        }
+        ids
+    });
+    let code = "return await Promise.all([1, 2, 3].map(n => tools.grep({path: String(n)})))";
+    let end = h.run_cell_deferred(
+        &cell(code),
+        &mut |r| {
+            tx.send(r.call).unwrap();
+            None
+        },
+        &mut || None,
+    );
+    let ids = worker.join().unwrap();
+    assert_eq!(ids, [1, 2, 3]);
+    assert_eq!(end.state, EndState::Completed, "{}", end.output);
+    assert_eq!(end.output, r#"["answer 1","answer 2","answer 3"]"#);
+    // A late answer to a call of an ended cell is dropped, not sent.
+    h.answerer().answer(2, CallAnswer::Output("late".into()));
+    assert_eq!(completed(&mut h, "return 'next'"), "\"next\"");
+}
+
+#[test]
 fn unknown_tools_and_calls_past_max_calls_reject_with_tool_error() {
     let mut h = start();
     let code = r#"
@@ -480,4 +511,53 @@ fn leak_descriptor() -> i32 {
     let r = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
     assert_eq!(r, 0);
     fd
+}
+
+/// A stand-in helper: `/usr/bin/env code-host` finds `script` as `code-host` on its PATH.
+fn fake_helper(script: &str) -> (Helper, tempfile::TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("code-host");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = vec![(OsString::from("PATH"), dir.path().as_os_str().to_owned())];
+    let h = Helper::start_exe(Path::new("/usr/bin/env"), &env).unwrap();
+    (h, dir)
+}
+
+#[test]
+fn a_helper_that_breaks_the_protocol_fails_the_cell_and_is_dropped() {
+    let (mut h, _dir) = fake_helper("read line; echo '{\"type\":\"hello\"}'; exec /bin/sleep 30");
+    let end = run(&mut h, &cell("return 1"));
+    assert_eq!(end.state, EndState::Failed);
+    assert!(end.output.contains("broke the protocol"), "{}", end.output);
+    assert!(!end.helper_alive);
+    // A done for another cell breaks it too.
+    let (mut h, _dir) = fake_helper(
+        "read line; echo '{\"type\":\"done\",\"id\":\"other\",\"state\":\"completed\",\"output\":\"\",\"calls\":0}'; exec /bin/sleep 30",
+    );
+    let end = run(&mut h, &cell("return 1"));
+    assert_eq!((end.state, end.helper_alive), (EndState::Failed, false));
+}
+
+#[test]
+fn a_helper_that_ignores_an_interrupt_is_killed_and_the_cell_keeps_the_interrupts_state() {
+    let (mut h, _dir) = fake_helper("exec /bin/sleep 30");
+    let mut polls = 0;
+    let mut asked: Option<Instant> = None;
+    let end = h.run_cell(&cell("return 1"), &mut |_| unreachable!(), &mut || {
+        polls += 1;
+        (polls == 2).then(|| {
+            asked = Some(Instant::now());
+            InterruptReason::Timeout
+        })
+    });
+    eprintln!("killed {:?} after the interrupt", asked.unwrap().elapsed());
+    assert_eq!(end.state, EndState::TimedOut);
+    assert!(!end.helper_alive && !h.is_alive());
+    assert!(
+        end.output.contains("did not stop within 100 ms"),
+        "{}",
+        end.output
+    );
 }

@@ -9,6 +9,7 @@ use super::protocol::{
 };
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -51,7 +52,27 @@ enum Heard {
     Message(FromHost),
     Breach(DecodeError),
     Exited,
+    /// A deferred call's answer, from an [`Answerer`].
+    Answer(u64, CallAnswer),
 }
+
+/// Answers deferred nested calls from any thread (calls the backend runs concurrently);
+/// an answer to a call that is not waiting (its cell ended) is dropped.
+#[derive(Debug, Clone)]
+pub struct Answerer(Sender<Heard>);
+
+impl Answerer {
+    /// Gives call `call` its answer.
+    pub fn answer(&self, call: u64, answer: CallAnswer) {
+        // A helper dropped meanwhile has nobody left to answer.
+        drop(self.0.send(Heard::Answer(call, answer)));
+    }
+}
+
+/// How one call is handed to the backend: answered at once, or later through an [`Answerer`].
+type OnCall<'a> = &'a mut dyn FnMut(CallRequest) -> Option<CallAnswer>;
+/// Asked for an interrupt.
+type Poll<'a> = &'a mut dyn FnMut() -> Option<InterruptReason>;
 
 /// A running `code-host` helper.
 #[derive(Debug)]
@@ -59,6 +80,9 @@ pub struct Helper {
     child: Child,
     to_helper: Option<Sender<Vec<u8>>>,
     from_helper: Receiver<Heard>,
+    answers: Sender<Heard>,
+    /// Deferred calls of the running cell still without an answer.
+    deferred: BTreeSet<u64>,
     alive: bool,
 }
 
@@ -100,6 +124,7 @@ impl Helper {
             .name("code-host-in".into())
             .spawn(move || write_lines(stdin, &to_rx))
             .and_then(|_| {
+                let from_tx = from_tx.clone();
                 std::thread::Builder::new()
                     .name("code-host-out".into())
                     .spawn(move || read_lines(stdout, &from_tx))
@@ -112,6 +137,8 @@ impl Helper {
             child,
             to_helper: Some(to_tx),
             from_helper: from_rx,
+            answers: from_tx,
+            deferred: BTreeSet::new(),
             alive: true,
         })
     }
@@ -135,14 +162,32 @@ impl Helper {
         kill_child(&mut self.child);
     }
 
+    /// An [`Answerer`] for calls deferred by [`Helper::run_cell_deferred`].
+    #[must_use]
+    pub fn answerer(&self) -> Answerer {
+        Answerer(self.answers.clone())
+    }
+
     /// Runs `cell`: each nested call goes to `on_call` (one at a time, in issue order), and
-    /// `poll` is asked every [`POLL_EVERY`] whether to interrupt the cell.
+    /// `poll` is asked every [`POLL_EVERY`] (and after each call) whether to interrupt.
     pub fn run_cell(
         &mut self,
         cell: &Cell,
         on_call: &mut dyn FnMut(CallRequest) -> CallAnswer,
-        poll: &mut dyn FnMut() -> Option<InterruptReason>,
+        poll: Poll<'_>,
     ) -> CellEnd {
+        self.run_cell_deferred(cell, &mut |r| Some(on_call(r)), poll)
+    }
+
+    /// [`Helper::run_cell`] where `on_call` may return `None` and answer later through
+    /// [`Helper::answerer`], so that calls can run concurrently.
+    pub fn run_cell_deferred(
+        &mut self,
+        cell: &Cell,
+        on_call: OnCall<'_>,
+        poll: Poll<'_>,
+    ) -> CellEnd {
+        self.deferred.clear();
         if !self.alive {
             return self.lost(None, "the code helper is gone");
         }
@@ -189,8 +234,8 @@ impl Helper {
         cell: &Cell,
         heard: Result<Heard, RecvTimeoutError>,
         interrupted: &mut Option<(InterruptReason, Instant)>,
-        on_call: &mut dyn FnMut(CallRequest) -> CallAnswer,
-        poll: &mut dyn FnMut() -> Option<InterruptReason>,
+        on_call: OnCall<'_>,
+        poll: Poll<'_>,
     ) -> Option<CellEnd> {
         let reason = interrupted.map(|(r, _)| r);
         match heard {
@@ -198,14 +243,17 @@ impl Helper {
             // Calls after an interrupt are not run: the cell is ending.
             Ok(Heard::Message(FromHost::Call { .. })) if reason.is_some() => None,
             Ok(Heard::Message(FromHost::Call { call, name, input })) => {
-                let answer = on_call(CallRequest { call, name, input });
-                // An interrupt that came during the call goes instead of its answer.
-                let r = poll();
-                if r.is_some() {
-                    return self.interrupt(r, interrupted);
+                let Some(answer) = on_call(CallRequest { call, name, input }) else {
+                    self.deferred.insert(call);
+                    return None;
+                };
+                self.give(call, answer, interrupted, poll)
+            }
+            Ok(Heard::Answer(call, answer)) => {
+                if reason.is_some() || !self.deferred.remove(&call) {
+                    return None;
                 }
-                let sent = self.send(encode(&ToHost::Result(CallResult { call, answer })));
-                (!sent).then(|| self.lost(None, "the code helper exited"))
+                self.give(call, answer, interrupted, poll)
             }
             Ok(Heard::Breach(e)) => {
                 let why = match e {
@@ -222,6 +270,22 @@ impl Helper {
             }
             Err(RecvTimeoutError::Timeout) => None,
         }
+    }
+
+    /// Sends a call's answer, or instead the interrupt that came while it ran.
+    fn give(
+        &mut self,
+        call: u64,
+        answer: CallAnswer,
+        interrupted: &mut Option<(InterruptReason, Instant)>,
+        poll: Poll<'_>,
+    ) -> Option<CellEnd> {
+        let r = poll();
+        if r.is_some() {
+            return self.interrupt(r, interrupted);
+        }
+        let sent = self.send(encode(&ToHost::Result(CallResult { call, answer })));
+        (!sent).then(|| self.lost(None, "the code helper exited"))
     }
 
     /// Sends interrupt `r` (if any) and starts its grace; the cell's end if the helper is gone.
