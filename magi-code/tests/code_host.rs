@@ -442,6 +442,15 @@ fn fences_are_removed_and_errors_name_the_models_lines() {
         end.output.lines().take(2).collect::<Vec<_>>(),
         ["x", "ToolError: boom"]
     );
+    // Lone surrogates reach the backend as U+FFFD, never as a failed conversion.
+    let end = run(
+        &mut h,
+        &cell("console.log('x\\ud800y'); store('\\udc00', 1); throw new Error('\\ud800')"),
+    );
+    assert_eq!(
+        (end.state, end.output.lines().take(2).collect::<Vec<_>>()),
+        (EndState::Failed, vec!["x\u{fffd}y", "Error: \u{fffd}"])
+    );
     let end = run(&mut h, &cell("throw 'plain'"));
     assert_eq!(
         (end.state, end.output.as_str()),

@@ -120,9 +120,9 @@ pub fn run(
     )));
     let stop: Rc<Flag<Option<EndState>>> = Rc::new(Flag::new(None));
     let ending = in_runtime(cell, &shared, &stop, link, interrupt);
-    let shared = Rc::try_unwrap(shared).ok()?.into_inner();
+    let mut shared = shared.borrow_mut();
     keep.next_call = shared.next_call();
-    keep.store = shared.store;
+    keep.store = std::mem::take(&mut shared.store);
     let (state, tail) = ending?;
     let mut output = shared.out.text();
     if let Some(tail) = tail.filter(|t| !t.is_empty()) {

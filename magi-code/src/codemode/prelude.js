@@ -5,7 +5,9 @@
   "use strict";
   const stringify = JSON.stringify;
   const parse = JSON.parse;
-  const toStr = String;
+  // Lone surrogates become U+FFFD on the way out: Rust strings are UTF-8.
+  const wellFormed = Function.prototype.call.bind(String.prototype.toWellFormed);
+  const toStr = (v) => wellFormed(String(v));
   const list = parse(toolsJson);
   const decl = new Map(list.map((t) => [t.name, t.declaration]));
   const pending = new Map();
@@ -24,7 +26,7 @@
 
   // Strings as they are, other values as compact JSON (errors as `Name: message`).
   const show = (v) => {
-    if (typeof v === "string") return v;
+    if (typeof v === "string") return wellFormed(v);
     if (v instanceof Error) return toStr(v.name) + ": " + toStr(v.message);
     try {
       const j = stringify(v);
@@ -134,7 +136,7 @@
     },
     failure(e) {
       if (e instanceof Error) {
-        const stack = typeof e.stack === "string" ? e.stack : "";
+        const stack = typeof e.stack === "string" ? wellFormed(e.stack) : "";
         return [toStr(e.name) + ": " + toStr(e.message), stack];
       }
       return ["Uncaught " + show(e), ""];
