@@ -201,6 +201,41 @@ fn unknown_tools_and_calls_past_max_calls_reject_with_tool_error() {
 }
 
 #[test]
+fn inputs_a_call_line_cannot_carry_are_refused_invalid_input() {
+    let mut h = start();
+    let code = r#"
+        let deep = 1; for (let i = 0; i < 100; i++) deep = [deep];
+        const out = [];
+        for (const input of [deep, {s: "x".repeat(2 * 1024 * 1024)}, {n: 10n}]) {
+            try { await tools.grep(input); out.push("sent"); } catch (e) { out.push(e.code); }
+        }
+        return out;
+    "#;
+    let end = run(&mut h, &cell(code));
+    assert_eq!(
+        end.output,
+        r#"["invalid_input","invalid_input","invalid_input"]"#
+    );
+    assert_eq!(end.calls, 3);
+}
+
+#[test]
+fn runaway_recursion_fails_the_cell_and_leaves_the_helper_usable() {
+    let mut h = start();
+    let end = run(
+        &mut h,
+        &cell("function r(n) { return r(n + 1) + 1; }\nreturn r(0)"),
+    );
+    assert_eq!(end.state, EndState::Failed, "{}", end.output);
+    assert!(
+        end.output.contains("stack") || end.output.contains("recursion"),
+        "{}",
+        end.output
+    );
+    assert_eq!(completed(&mut h, "return 3"), "3");
+}
+
+#[test]
 fn the_sandbox_has_the_section_3_globals_and_nothing_ambient() {
     let mut h = start();
     let absent = [

@@ -62,6 +62,7 @@
     const id = host.call(name, json === undefined ? "null" : json);
     if (id === -1) throw new ToolError("limit", "past max_calls nested calls in this cell");
     if (id === -2) throw new ToolError("invalid_input", "the input is over 1 MiB of JSON");
+    if (id === -3) throw new ToolError("invalid_input", "the input nests deeper than 64 levels");
     return await new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
   }
 

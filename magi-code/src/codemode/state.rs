@@ -98,6 +98,11 @@ pub struct Issued {
 pub const REFUSED_LIMIT: i64 = -1;
 /// The input's JSON passed [`INPUT_BYTES`].
 pub const REFUSED_TOO_LARGE: i64 = -2;
+/// The input nests deeper than [`INPUT_DEPTH`] (or is not JSON serde reads).
+pub const REFUSED_TOO_DEEP: i64 = -3;
+/// Deepest input nesting sent: well inside serde_json's 128 levels, which the `call` line
+/// around it must also fit.
+pub const INPUT_DEPTH: usize = 64;
 
 /// One cell's shared state.
 #[derive(Debug)]
@@ -151,12 +156,23 @@ impl Shared {
         if json.len() > INPUT_BYTES {
             return REFUSED_TOO_LARGE;
         }
-        // The prelude made `json` with JSON.stringify, so it parses; null stands in otherwise.
-        let input = serde_json::from_str(json).unwrap_or(Value::Null);
+        let input = match serde_json::from_str::<Value>(json) {
+            Ok(v) if depth(&v) <= INPUT_DEPTH => v,
+            _ => return REFUSED_TOO_DEEP,
+        };
         let call = self.next_call;
         self.next_call += 1;
         self.queued.push(Issued { call, name, input });
         i64::try_from(call).unwrap_or(i64::MAX)
+    }
+}
+
+/// How deep `v` nests (a scalar is 0).
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -204,5 +220,12 @@ mod tests {
         let mut s = Shared::new(5, 1, Store::default());
         let big = format!("\"{}\"", "x".repeat(INPUT_BYTES));
         assert_eq!(s.issue("a".into(), &big), REFUSED_TOO_LARGE);
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(s.issue("a".into(), &deep(INPUT_DEPTH)) > 0);
+        assert_eq!(
+            s.issue("a".into(), &deep(INPUT_DEPTH + 1)),
+            REFUSED_TOO_DEEP
+        );
+        assert_eq!(s.issue("a".into(), &deep(200)), REFUSED_TOO_DEEP);
     }
 }
