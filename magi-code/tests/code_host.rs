@@ -276,7 +276,7 @@ fn the_sandbox_has_the_section_3_globals_and_nothing_ambient() {
         r#"["object","function","function","function","function",true,"function","function"]"#
     );
     let mut c = cell("return [ALL_TOOLS, describe('grep'), describe('nope'), describe('exec'), new ToolError('failed', 'm').name]");
-    c.tools = vec![tool("zeta"), tool("grep"), tool("alpha")];
+    c.tools = vec![tool("zeta"), tool("exec"), tool("grep"), tool("alpha")];
     let end = run(&mut h, &c);
     assert_eq!(
         serde_json::from_str::<Value>(&end.output).unwrap(),
@@ -422,8 +422,8 @@ fn a_helper_killed_mid_cell_fails_the_cell() {
     let pid = h.pid().to_string();
     let mut polls = 0;
     let end = h.run_cell(
-        &cell("while (true) {}"),
-        &mut |_| unreachable!(),
+        &cell("await tools.grep({path: 'p'}); while (true) {}"),
+        &mut |_| CallAnswer::Output("x".into()),
         &mut || {
             polls += 1;
             if polls == 5 {
@@ -439,6 +439,7 @@ fn a_helper_killed_mid_cell_fails_the_cell() {
     assert_eq!(end.state, EndState::Failed);
     assert!(!end.helper_alive && !h.is_alive());
     assert!(end.output.contains("exited"), "{}", end.output);
+    assert_eq!(end.calls, 1, "the calls it saw");
     // A dead helper refuses further cells at once.
     assert_eq!(run(&mut h, &cell("return 1")).state, EndState::Failed);
 }

@@ -285,6 +285,8 @@ fn install<'js>(
         Function::new(ctx.clone(), move |k: String| s.borrow().store.get(&k))?,
     )?;
     let mut tools = cell.tools.clone();
+    // `exec` is never reachable from code, even if the backend listed it.
+    tools.retain(|t| t.name != "exec");
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools.dedup_by(|a, b| a.name == b.name);
     let tools_json = serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned());

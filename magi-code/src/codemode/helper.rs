@@ -83,6 +83,8 @@ pub struct Helper {
     answers: Sender<Heard>,
     /// Deferred calls of the running cell still without an answer.
     deferred: BTreeSet<u64>,
+    /// `call` lines of the running cell: its count when the helper is lost before `done`.
+    calls_seen: u32,
     alive: bool,
 }
 
@@ -139,6 +141,7 @@ impl Helper {
             from_helper: from_rx,
             answers: from_tx,
             deferred: BTreeSet::new(),
+            calls_seen: 0,
             alive: true,
         })
     }
@@ -188,6 +191,7 @@ impl Helper {
         poll: Poll<'_>,
     ) -> CellEnd {
         self.deferred.clear();
+        self.calls_seen = 0;
         if !self.alive {
             return self.lost(None, "the code helper is gone");
         }
@@ -243,6 +247,7 @@ impl Helper {
             // Calls after an interrupt are not run: the cell is ending.
             Ok(Heard::Message(FromHost::Call { .. })) if reason.is_some() => None,
             Ok(Heard::Message(FromHost::Call { call, name, input })) => {
+                self.calls_seen = self.calls_seen.saturating_add(1);
                 let Some(answer) = on_call(CallRequest { call, name, input }) else {
                     self.deferred.insert(call);
                     return None;
@@ -329,7 +334,7 @@ impl Helper {
         CellEnd {
             state,
             output: format!("Error: {why}"),
-            calls: 0,
+            calls: self.calls_seen,
             helper_alive: false,
         }
     }
