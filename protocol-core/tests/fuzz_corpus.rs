@@ -15,13 +15,14 @@ const TARGETS: [(&str, Target); 3] = [
 ];
 
 /// Corpora of magi-code's provider targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs`.
-const MAGI_CODE_TARGETS: [&str; 6] = [
+const MAGI_CODE_TARGETS: [&str; 7] = [
     "sse",
     "anthropic",
     "openai_chat",
     "openai_responses",
     "mcp_jsonrpc",
     "profile_front_matter",
+    "code_host_lines",
 ];
 
 fn fuzz_dir() -> PathBuf {
