@@ -41,6 +41,9 @@ enum Cmd {
         /// The trace file (JSONL, see docs/trace-format.md).
         file: PathBuf,
     },
+    /// The Code Mode helper the backend starts itself (`code-mode.md` 4): not for people.
+    #[command(hide = true)]
+    CodeHost,
 }
 
 fn main() {
@@ -64,6 +67,7 @@ fn main() {
         Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
         Cmd::Schema { typescript } => magi_code::cli::schema(typescript),
         Cmd::Replay { file } => magi_code::cli::replay(&file),
+        Cmd::CodeHost => magi_code::codemode::host::code_host(),
     };
     std::process::exit(code);
 }

@@ -1,9 +1,11 @@
 //! Helpers that know nothing of the rest of the crate: the tool output bound, cancellation,
-//! clocks, redaction, paging, text cutting, time, child processes, IDs and notice codes.
+//! clocks, redaction, paging, text cutting, time, child processes and their environment, IDs
+//! and notice codes.
 
 pub mod bound;
 pub mod cancel;
 pub mod clock;
+pub mod env;
 pub mod ids;
 pub mod notice;
 pub mod paging;

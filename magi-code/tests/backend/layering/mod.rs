@@ -41,7 +41,10 @@ const LAYERS: [&[&str]; 10] = [
     /* 4 */
     &["session/", "run/"],
     /* 5 */ &["catalog/", "discovery/"],
-    /* 6 */ &["tools/", "providers/", "codemode/"],
+    // `codemode/` (the Code Mode helper and its protocol) is used by the run, never the
+    // other way round.
+    /* 6 */
+    &["tools/", "providers/", "codemode/"],
     /* 7 */ &["mcp/", "history/"],
     // `runtime.rs` holds the admitted `config::Settings`, so it sits one row above `config/`
     // rather than beside it as layout.md draws it.
