@@ -1,20 +1,17 @@
-//! What a run needs from the worker ([`TurnCtx`]) and how it speaks: critical and best-effort
-//! events, records, and durable appends ([`RunOutput`]).
+//! What a run needs from the worker ([`TurnCtx`]) and where the driver sends what the run
+//! machine says: critical and best-effort events, durable appends ([`RunOutput`]).
 
 use super::approvals::Approvals;
 use super::client_calls::ClientCalls;
 use super::quiet::Quiet;
-use crate::history::{ActivityKind, ActivityState, Body, Record};
+use crate::history::Record;
 use crate::run::Finished;
 use crate::runtime::Runtime;
 use crate::session::{self, Selection, SessionState};
 use crate::tools::ToolRegistry;
 use crate::util::cancel::Cancel;
-use crate::wire::common::True;
-use crate::wire::events::{
-    self as wire, ActivityData, DiagnosticData, InputPersistedData, MessageDeltaData,
-};
-use crate::wire::{DiagnosticCode, Event};
+use crate::wire::events::MessageDeltaData;
+use crate::wire::Event;
 use io_driver::EventSink;
 use protocol_core::{ErrorCode, WorkerEvent};
 use serde_json::Value;
@@ -24,12 +21,6 @@ use std::time::Duration;
 /// How long a critical event may wait for room.
 pub const CRITICAL_WAIT: Duration =
     Duration::from_millis(protocol_core::limits::CRITICAL_EVENT_WAIT_MS);
-
-/// Whether a run that emitted `used` activities may emit one more.
-#[must_use]
-pub const fn activity_room(used: usize) -> bool {
-    used < protocol_core::limits::RUN_ACTIVITIES
-}
 
 /// Everything one turn may touch, handed over by the worker that runs it.
 pub struct TurnCtx<'a> {
@@ -66,10 +57,6 @@ pub struct RunOutput<'a> {
     pub run_id: String,
     /// Critical delivery failed: the run ends with `output_unavailable`.
     pub output_lost: bool,
-    /// Activities emitted so far (`run_activities` bounds them).
-    pub activities: usize,
-    /// A call found no room under that bound.
-    pub activities_full: bool,
     /// The selection the run's model runs on (a `task` call's subagent starts from it).
     pub selection: Option<Selection>,
     /// A subagent's output: its records go to its own history and the client sees none of
@@ -89,23 +76,10 @@ impl<'a> RunOutput<'a> {
             session_id,
             run_id,
             output_lost: false,
-            activities: 0,
-            activities_full: false,
             selection: None,
             subagent: None,
             tools: Arc::new(ToolRegistry::empty()),
         }
-    }
-
-    /// Whether another activity fits the run's bound (`run_activities`); counts it if so.
-    pub fn take_activity(&mut self) -> bool {
-        let room = activity_room(self.activities);
-        if room {
-            self.activities += 1;
-        } else {
-            self.activities_full = true;
-        }
-        room
     }
 
     /// The session and run IDs every run event carries, owned for a `wire::events` value.
@@ -119,36 +93,6 @@ impl<'a> RunOutput<'a> {
     pub fn finished_data(&self, finished: &Finished) -> Value {
         let (session_id, run_id) = self.ids();
         Event::RunFinished(finished.to_data(session_id, run_id)).into_data()
-    }
-
-    /// The `activity` event of this run for an activity record's fields.
-    #[must_use]
-    pub fn activity_event(
-        &self,
-        activity_id: &str,
-        kind: ActivityKind,
-        state: ActivityState,
-        name: &str,
-        summary: &str,
-    ) -> Event {
-        let (session_id, run_id) = self.ids();
-        Event::Activity(ActivityData {
-            session_id,
-            run_id,
-            activity_id: activity_id.to_owned(),
-            kind: match kind {
-                ActivityKind::Tool => wire::ActivityKind::Tool,
-                ActivityKind::Subagent => wire::ActivityKind::Subagent,
-                ActivityKind::Compaction => wire::ActivityKind::Compaction,
-            },
-            state: match state {
-                ActivityState::Started => wire::ActivityState::Started,
-                ActivityState::Completed => wire::ActivityState::Completed,
-                ActivityState::Failed => wire::ActivityState::Failed,
-            },
-            name: name.to_owned(),
-            summary: summary.to_owned(),
-        })
     }
 
     /// Sends an event that must arrive; if it cannot within [`CRITICAL_WAIT`], the run is
@@ -168,33 +112,6 @@ impl<'a> RunOutput<'a> {
             self.output_lost = true;
             self.ctx.cancel.cancel();
         }
-    }
-
-    /// Sends `input.persisted` (critical): the prompt `message_id` is durable at `revision`.
-    pub fn input_persisted(&mut self, message_id: String, revision: String) {
-        let (session_id, run_id) = self.ids();
-        self.critical(Event::InputPersisted(InputPersistedData {
-            session_id,
-            run_id,
-            message_id,
-            durable: True,
-            revision,
-        }));
-    }
-
-    /// Sends a `diagnostic` event (critical): a code and a fixed, sanitized summary.
-    pub fn diagnostic(&mut self, code: DiagnosticCode, summary: &str) {
-        let summary = crate::util::text::bounded(
-            &crate::util::redact::sanitize_text(summary),
-            protocol_core::limits::SUMMARY_BYTES,
-        );
-        let (session_id, run_id) = self.ids();
-        self.critical(Event::Diagnostic(DiagnosticData {
-            session_id,
-            run_id,
-            code: code.as_str().to_owned(),
-            summary,
-        }));
     }
 
     /// Sends a `message.delta` if there is room; dropped otherwise (reconcile repairs it).
@@ -236,16 +153,6 @@ impl<'a> RunOutput<'a> {
         }
     }
 
-    /// A record of this run's session, stamped now.
-    #[must_use]
-    pub fn record(&self, body: Body) -> Record {
-        let session_id = self
-            .subagent
-            .as_ref()
-            .map_or(self.session_id.as_str(), Quiet::id);
-        Record::now(session_id, body)
-    }
-
     /// Appends records durably: to the attachment, or to a subagent's own history.
     pub fn append(&self, records: &[Record]) -> Result<(), ErrorCode> {
         if let Some(q) = &self.subagent {
@@ -254,18 +161,5 @@ impl<'a> RunOutput<'a> {
         let mut st = self.ctx.state();
         let a = st.attachment.as_mut().ok_or(ErrorCode::PersistenceFailed)?;
         session::append(&self.ctx.rt, a, records)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::activity_room;
-    use protocol_core::limits::RUN_ACTIVITIES;
-
-    #[test]
-    fn the_activity_bound_at_its_edge() {
-        assert!(activity_room(0));
-        assert!(activity_room(RUN_ACTIVITIES - 1), "the 4,096th fits");
-        assert!(!activity_room(RUN_ACTIVITIES), "the 4,097th does not");
     }
 }
