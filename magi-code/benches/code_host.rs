@@ -9,7 +9,7 @@
 //! Run: `cargo bench -p magi-code --bench code_host`.
 
 use magi_code::codemode::helper::Helper;
-use magi_code::codemode::protocol::{CallAnswer, Cell, EndState, ToolInfo};
+use magi_code::codemode::protocol::{CallAnswer, Cell, CellState, ToolInfo};
 use magi_code::util::env::{child_env, BUILTIN_KEY_VARS};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,7 +39,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn run(h: &mut Helper, c: &Cell) {
     let end = h.run_cell(c, &mut |_| CallAnswer::Output("x".into()), &mut || None);
-    assert_eq!(end.state, EndState::Completed, "{}", end.output);
+    assert_eq!(end.state, CellState::Completed, "{}", end.output);
 }
 
 fn vm_hwm_kib(pid: u32) -> u64 {

@@ -1,10 +1,11 @@
 //! The Code Mode helper (`code-mode.md` 3, 4, 8) as the backend sees it: the real built
 //! `magi-code code-host`, spoken to through `codemode::helper`.
 
-use magi_code::codemode::helper::{result_text, CallRequest, CellEnd, Helper};
+use magi_code::codemode::helper::{CallRequest, CellEnd, Helper};
 use magi_code::codemode::protocol::{
-    CallAnswer, Cell, EndState, ErrorCode, InterruptReason, ToolInfo,
+    CallAnswer, Cell, CellState, ErrorCode, InterruptReason, ToolInfo,
 };
+use magi_code::codemode::text::result_text;
 use magi_code::util::env::{child_env, BUILTIN_KEY_VARS};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -44,7 +45,7 @@ fn run(h: &mut Helper, c: &Cell) -> CellEnd {
 
 fn completed(h: &mut Helper, code: &str) -> String {
     let end = run(h, &cell(code));
-    assert_eq!(end.state, EndState::Completed, "{}", end.output);
+    assert_eq!(end.state, CellState::Completed, "{}", end.output);
     end.output
 }
 
@@ -71,14 +72,14 @@ fn console_and_text_lines_come_in_call_order_then_the_value() {
         &mut h,
         &cell("console.log('a', 1, {x: 2}); text('l1\\nl2'); console.error('e'); console.warn([1]); console.info(true); text(5); return {ok: true}"),
     );
-    assert_eq!(end.state, EndState::Completed);
+    assert_eq!(end.state, CellState::Completed);
     assert_eq!(
         end.output,
         "a 1 {\"x\":2}\nl1\nl2\ne\n[1]\ntrue\n5\n{\"ok\":true}"
     );
     assert_eq!(end.calls, 0);
     assert_eq!(
-        result_text(end.state, Duration::from_millis(40), end.calls, &end.output),
+        result_text(end.state, 40, u64::from(end.calls), std::slice::from_ref(&end.output)),
         "exec completed\nin 0.0 s, 0 tool calls\na 1 {\"x\":2}\nl1\nl2\ne\n[1]\ntrue\n5\n{\"ok\":true}"
     );
 }
@@ -110,7 +111,7 @@ fn nested_calls_round_trip_and_backend_errors_throw_tool_error() {
         },
         &mut || None,
     );
-    assert_eq!(end.state, EndState::Completed, "{}", end.output);
+    assert_eq!(end.state, CellState::Completed, "{}", end.output);
     let got: Value = serde_json::from_str(&end.output).unwrap();
     assert_eq!(
         got,
@@ -153,7 +154,7 @@ fn deferred_calls_run_together_and_answer_in_any_order() {
     );
     let ids = worker.join().unwrap();
     assert_eq!(ids, [1, 2, 3]);
-    assert_eq!(end.state, EndState::Completed, "{}", end.output);
+    assert_eq!(end.state, CellState::Completed, "{}", end.output);
     assert_eq!(end.output, r#"["answer 1","answer 2","answer 3"]"#);
     // A late answer to a call of an ended cell is dropped, not sent.
     h.answerer().answer(2, CallAnswer::Output("late".into()));
@@ -172,7 +173,7 @@ fn unknown_tools_and_calls_past_max_calls_reject_with_tool_error() {
         return out;
     "#;
     let end = run(&mut h, &cell(code));
-    assert_eq!(end.state, EndState::Completed, "{}", end.output);
+    assert_eq!(end.state, CellState::Completed, "{}", end.output);
     let unknown = json!([true, "ToolError", "unknown_tool", true]);
     assert_eq!(
         serde_json::from_str::<Value>(&end.output).unwrap(),
@@ -226,7 +227,7 @@ fn runaway_recursion_fails_the_cell_and_leaves_the_helper_usable() {
         &mut h,
         &cell("function r(n) { return r(n + 1) + 1; }\nreturn r(0)"),
     );
-    assert_eq!(end.state, EndState::Failed, "{}", end.output);
+    assert_eq!(end.state, CellState::Failed, "{}", end.output);
     assert!(
         end.output.contains("stack") || end.output.contains("recursion"),
         "{}",
@@ -296,7 +297,7 @@ fn a_busy_loop_is_stopped_by_its_cpu_budget() {
     let t = Instant::now();
     let end = run(&mut h, &c);
     eprintln!("cpu_ms 200 busy loop ended after {:?}", t.elapsed());
-    assert_eq!(end.state, EndState::TimedOut);
+    assert_eq!(end.state, CellState::TimedOut);
     assert!(end.helper_alive, "the helper stopped the cell itself");
     // The CPU clock stops while a call is awaited: 300 ms of waiting on a 200 ms budget.
     let mut c = cell("const r = await tools.grep({path: 'p'}); return r");
@@ -313,7 +314,7 @@ fn a_busy_loop_is_stopped_by_its_cpu_budget() {
     );
     assert_eq!(
         (end.state, end.output.as_str()),
-        (EndState::Completed, "\"late\"")
+        (CellState::Completed, "\"late\"")
     );
     assert_eq!(
         completed(&mut h, "return 'still usable'"),
@@ -327,17 +328,17 @@ fn an_allocation_bomb_runs_out_of_memory() {
     let mut c = cell("const a = []; while (true) a.push('x'.repeat(100000) + a.length);");
     c.memory_mib = 16;
     let end = run(&mut h, &c);
-    assert_eq!(end.state, EndState::OutOfMemory, "{}", end.output);
+    assert_eq!(end.state, CellState::OutOfMemory, "{}", end.output);
     let mut c = cell("const m = new Map(); for (let i = 0; ; i++) m.set(i, {i});");
     c.memory_mib = 16;
-    assert_eq!(run(&mut h, &c).state, EndState::OutOfMemory);
+    assert_eq!(run(&mut h, &c).state, CellState::OutOfMemory);
     // Caught inside the code, it is not the cell's end.
     let mut c = cell("try { const a = []; while (true) a.push(new Array(100000).fill(1)); } catch (e) { } return 'survived'");
     c.memory_mib = 16;
     let end = run(&mut h, &c);
     assert_eq!(
         (end.state, end.output.as_str()),
-        (EndState::Completed, "\"survived\"")
+        (CellState::Completed, "\"survived\"")
     );
     assert!(end.helper_alive);
     // An error thrown after a refused allocation was caught still counts as running out.
@@ -348,17 +349,17 @@ fn an_allocation_bomb_runs_out_of_memory() {
     let end = run(&mut h, &c);
     assert_eq!(
         (end.state, end.output.lines().next()),
-        (EndState::OutOfMemory, Some("Error: after"))
+        (CellState::OutOfMemory, Some("Error: after"))
     );
     // A thrown null is an ordinary failure, not a refused allocation.
-    assert_eq!(run(&mut h, &cell("throw null")).state, EndState::Failed);
+    assert_eq!(run(&mut h, &cell("throw null")).state, CellState::Failed);
 }
 
 #[test]
 fn an_interrupt_stops_a_busy_cell_without_killing_the_helper() {
     for (reason, state) in [
-        (InterruptReason::Cancel, EndState::Cancelled),
-        (InterruptReason::Timeout, EndState::TimedOut),
+        (InterruptReason::Cancel, CellState::Cancelled),
+        (InterruptReason::Timeout, CellState::TimedOut),
     ] {
         let mut h = start();
         let mut polls = 0;
@@ -402,7 +403,7 @@ fn an_interrupt_while_a_call_is_awaited_ends_the_cell() {
     assert!(answered.get());
     assert_eq!(
         (end.state, end.output.as_str()),
-        (EndState::Cancelled, "asked")
+        (CellState::Cancelled, "asked")
     );
     assert_eq!(end.calls, 1);
     assert!(end.helper_alive);
@@ -412,7 +413,7 @@ fn an_interrupt_while_a_call_is_awaited_ends_the_cell() {
 fn a_promise_nothing_settles_fails_the_cell() {
     let mut h = start();
     let end = run(&mut h, &cell("await new Promise(() => {}); return 1"));
-    assert_eq!(end.state, EndState::Failed);
+    assert_eq!(end.state, CellState::Failed);
     assert!(end.output.contains("nothing settles"), "{}", end.output);
 }
 
@@ -436,12 +437,12 @@ fn a_helper_killed_mid_cell_fails_the_cell() {
             None
         },
     );
-    assert_eq!(end.state, EndState::Failed);
+    assert_eq!(end.state, CellState::Failed);
     assert!(!end.helper_alive && !h.is_alive());
     assert!(end.output.contains("exited"), "{}", end.output);
     assert_eq!(end.calls, 1, "the calls it saw");
     // A dead helper refuses further cells at once.
-    assert_eq!(run(&mut h, &cell("return 1")).state, EndState::Failed);
+    assert_eq!(run(&mut h, &cell("return 1")).state, CellState::Failed);
 }
 
 #[test]
@@ -452,7 +453,7 @@ fn fences_are_removed_and_errors_name_the_models_lines() {
         "\"fenced\""
     );
     let end = run(&mut h, &cell("```javascript\nconst a = 1;\nfunction f() {\n  let q = null; return q.x;\n}\nf();\n```"));
-    assert_eq!(end.state, EndState::Failed);
+    assert_eq!(end.state, CellState::Failed);
     let lines: Vec<&str> = end.output.lines().collect();
     assert_eq!(
         lines[0], "TypeError: cannot read property 'x' of null",
@@ -467,7 +468,7 @@ fn fences_are_removed_and_errors_name_the_models_lines() {
     );
     assert_eq!(lines.len(), 3, "{}", end.output);
     let end = run(&mut h, &cell("```\nlet x = 1;\nx +* 2;\n```"));
-    assert_eq!(end.state, EndState::Failed);
+    assert_eq!(end.state, CellState::Failed);
     assert!(end.output.starts_with("SyntaxError: "), "{}", end.output);
     assert!(end.output.contains("code:2:"), "{}", end.output);
     let end = run(
@@ -485,12 +486,12 @@ fn fences_are_removed_and_errors_name_the_models_lines() {
     );
     assert_eq!(
         (end.state, end.output.lines().take(2).collect::<Vec<_>>()),
-        (EndState::Failed, vec!["x\u{fffd}y", "Error: \u{fffd}"])
+        (CellState::Failed, vec!["x\u{fffd}y", "Error: \u{fffd}"])
     );
     let end = run(&mut h, &cell("throw 'plain'"));
     assert_eq!(
         (end.state, end.output.as_str()),
-        (EndState::Failed, "Uncaught plain")
+        (CellState::Failed, "Uncaught plain")
     );
 }
 
@@ -574,7 +575,7 @@ fn fake_helper(script: &str) -> (Helper, tempfile::TempDir) {
 fn a_helper_that_breaks_the_protocol_fails_the_cell_and_is_dropped() {
     let (mut h, _dir) = fake_helper("read line; echo '{\"type\":\"hello\"}'; exec /bin/sleep 30");
     let end = run(&mut h, &cell("return 1"));
-    assert_eq!(end.state, EndState::Failed);
+    assert_eq!(end.state, CellState::Failed);
     assert!(end.output.contains("broke the protocol"), "{}", end.output);
     assert!(!end.helper_alive);
     // A done for another cell breaks it too.
@@ -582,7 +583,7 @@ fn a_helper_that_breaks_the_protocol_fails_the_cell_and_is_dropped() {
         "read line; echo '{\"type\":\"done\",\"id\":\"other\",\"state\":\"completed\",\"output\":\"\",\"calls\":0}'; exec /bin/sleep 30",
     );
     let end = run(&mut h, &cell("return 1"));
-    assert_eq!((end.state, end.helper_alive), (EndState::Failed, false));
+    assert_eq!((end.state, end.helper_alive), (CellState::Failed, false));
 }
 
 #[test]
@@ -598,7 +599,7 @@ fn a_helper_that_ignores_an_interrupt_is_killed_and_the_cell_keeps_the_interrupt
         })
     });
     eprintln!("killed {:?} after the interrupt", asked.unwrap().elapsed());
-    assert_eq!(end.state, EndState::TimedOut);
+    assert_eq!(end.state, CellState::TimedOut);
     assert!(!end.helper_alive && !h.is_alive());
     assert!(
         end.output.contains("did not stop within 100 ms"),

@@ -4,9 +4,10 @@
 
 use super::cpu::CpuBudget;
 use super::heap::BoundedHeap;
-use super::protocol::{CallAnswer, CallResult, Cell, Done, EndState, InterruptReason};
-use super::source::{model_stack, strip_fence};
+use super::protocol::{CallAnswer, CallResult, Cell, CellState, Done, InterruptReason};
+use super::source::model_stack;
 use super::state::{Shared, Store};
+use super::text::strip_fence;
 use rquickjs::context::intrinsic::{
     Date, Eval, Json, MapSet, Promise as PromiseIntrinsic, Proxy, RegExp, RegExpCompiler,
     TypedArrays, WeakRef,
@@ -75,10 +76,10 @@ impl Interrupt {
         self.0.store(0, Ordering::SeqCst);
     }
 
-    fn state(&self) -> Option<EndState> {
+    fn state(&self) -> Option<CellState> {
         match self.0.load(Ordering::SeqCst) {
-            1 => Some(EndState::TimedOut),
-            2 => Some(EndState::Cancelled),
+            1 => Some(CellState::TimedOut),
+            2 => Some(CellState::Cancelled),
             _ => None,
         }
     }
@@ -103,7 +104,7 @@ impl Default for Keep {
 }
 
 /// How the code ended: the state and the text after the console lines.
-type Ending = (EndState, Option<String>);
+type Ending = (CellState, Option<String>);
 
 /// Runs `cell` to its end; `None` when the backend went away mid-cell.
 pub fn run(
@@ -118,7 +119,7 @@ pub fn run(
         keep.next_call,
         store,
     )));
-    let stop: Rc<Flag<Option<EndState>>> = Rc::new(Flag::new(None));
+    let stop: Rc<Flag<Option<CellState>>> = Rc::new(Flag::new(None));
     let ending = in_runtime(cell, &shared, &stop, link, interrupt);
     let mut shared = shared.borrow_mut();
     keep.next_call = shared.next_call();
@@ -142,11 +143,11 @@ pub fn run(
 fn in_runtime(
     cell: &Cell,
     shared: &Rc<RefCell<Shared>>,
-    stop: &Rc<Flag<Option<EndState>>>,
+    stop: &Rc<Flag<Option<CellState>>>,
     link: &mut dyn Link,
     interrupt: &Interrupt,
 ) -> Option<Ending> {
-    let failed = |why: &str| Some((EndState::Failed, Some(format!("Error: {why}"))));
+    let failed = |why: &str| Some((CellState::Failed, Some(format!("Error: {why}"))));
     let heap = usize::try_from(cell.memory_mib.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
     let refused = Rc::new(Flag::new(false));
     let Ok(rt) = Runtime::new_with_alloc(BoundedHeap::new(heap, Rc::clone(&refused))) else {
@@ -160,7 +161,7 @@ fn in_runtime(
         }
         let why = flag
             .state()
-            .or_else(|| cpu.spent().then_some(EndState::TimedOut));
+            .or_else(|| cpu.spent().then_some(CellState::TimedOut));
         seen.set(why);
         why.is_some()
     })));
@@ -176,7 +177,7 @@ fn in_runtime(
 
 /// What the runtime's hooks saw: the interrupt that stopped the code, a refused allocation.
 struct Watch {
-    stop: Rc<Flag<Option<EndState>>>,
+    stop: Rc<Flag<Option<CellState>>>,
     refused: Rc<Flag<bool>>,
 }
 
@@ -202,7 +203,7 @@ fn drive<'js>(
     let Ok(glue) = install(ctx, cell, shared) else {
         return Some(uncaught(ctx, None, ctx.catch(), watch));
     };
-    let code = strip_fence(&cell.code);
+    let code = strip_fence(&cell.code).code;
     let started = glue
         .compile
         .call::<_, Function<'js>>((code,))
@@ -237,12 +238,12 @@ fn drive<'js>(
         if shared.borrow().outstanding.is_empty() {
             let why =
                 "Error: the code awaits a promise that nothing settles (no tool call is in flight)";
-            return Some((EndState::Failed, Some(why.to_owned())));
+            return Some((CellState::Failed, Some(why.to_owned())));
         }
         match link.wait() {
             Heard::Result(r) => settle(&glue, shared, r),
-            Heard::Interrupt(InterruptReason::Timeout) => return Some((EndState::TimedOut, None)),
-            Heard::Interrupt(InterruptReason::Cancel) => return Some((EndState::Cancelled, None)),
+            Heard::Interrupt(InterruptReason::Timeout) => return Some((CellState::TimedOut, None)),
+            Heard::Interrupt(InterruptReason::Cancel) => return Some((CellState::Cancelled, None)),
             Heard::Gone => return None,
         }
     }
@@ -338,7 +339,7 @@ fn finished<'js>(
         return uncaught(ctx, Some(glue), ctx.catch(), watch);
     };
     match glue.returned.call::<_, Option<String>>((value,)) {
-        Ok(json) => (EndState::Completed, json),
+        Ok(json) => (CellState::Completed, json),
         Err(_) => uncaught(ctx, Some(glue), ctx.catch(), watch),
     }
 }
@@ -356,10 +357,10 @@ fn uncaught<'js>(
     }
     // Read before the error is formatted, which may itself be refused memory.
     let (state, unreadable) = if watch.refused.get() {
-        (EndState::OutOfMemory, OOM_TEXT)
+        (CellState::OutOfMemory, OOM_TEXT)
     } else {
         (
-            EndState::Failed,
+            CellState::Failed,
             "Error: the uncaught error could not be read",
         )
     };

@@ -4,7 +4,7 @@
 //! failed (or interrupted) cell, killing the helper.
 
 use super::protocol::{
-    encode, CallAnswer, CallResult, Cell, DecodeError, Decoder, Done, EndState, FromHost,
+    encode, CallAnswer, CallResult, Cell, CellState, DecodeError, Decoder, Done, FromHost,
     InterruptReason, ToHost, LINE_BYTES,
 };
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -37,7 +37,7 @@ pub struct CallRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellEnd {
     /// Its state.
-    pub state: EndState,
+    pub state: CellState,
     /// The output below the result's two header lines (`code-mode.md` 8).
     pub output: String,
     /// Nested calls the code issued, refused ones included.
@@ -198,7 +198,7 @@ impl Helper {
         let line = encode(&ToHost::Cell(cell.clone()));
         if line.len() > LINE_BYTES {
             return CellEnd {
-                state: EndState::Failed,
+                state: CellState::Failed,
                 output: "Error: the cell is over the helper's line bound".to_owned(),
                 calls: 0,
                 helper_alive: true,
@@ -327,9 +327,9 @@ impl Helper {
     fn lost(&mut self, interrupted: Option<InterruptReason>, why: &str) -> CellEnd {
         self.kill();
         let state = match interrupted {
-            Some(InterruptReason::Timeout) => EndState::TimedOut,
-            Some(InterruptReason::Cancel) => EndState::Cancelled,
-            None => EndState::Failed,
+            Some(InterruptReason::Timeout) => CellState::TimedOut,
+            Some(InterruptReason::Cancel) => CellState::Cancelled,
+            None => CellState::Failed,
         };
         CellEnd {
             state,
@@ -382,37 +382,4 @@ fn read_lines(mut stdout: std::process::ChildStdout, tx: &Sender<Heard>) {
     }
     // Nobody may listen any more; then there is no one to tell.
     drop(tx.send(Heard::Exited));
-}
-
-/// The `exec` result text of `code-mode.md` 8: `exec <state>`, `in X.Y s, N tool calls`, then
-/// the output (before the 64 KiB tool-output bound, which the caller applies).
-#[must_use]
-pub fn result_text(state: EndState, elapsed: Duration, calls: u32, output: &str) -> String {
-    let mut s = format!(
-        "{}\nin {:.1} s, {calls} tool calls",
-        state.headline(),
-        elapsed.as_secs_f64()
-    );
-    if !output.is_empty() {
-        s.push('\n');
-        s.push_str(output);
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_result_text_has_the_two_header_lines() {
-        assert_eq!(
-            result_text(EndState::Completed, Duration::from_millis(1260), 1, "a\n1"),
-            "exec completed\nin 1.3 s, 1 tool calls\na\n1"
-        );
-        assert_eq!(
-            result_text(EndState::OutOfMemory, Duration::ZERO, 0, ""),
-            "exec ran out of memory\nin 0.0 s, 0 tool calls"
-        );
-    }
 }

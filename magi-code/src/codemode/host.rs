@@ -4,7 +4,7 @@
 
 use super::engine::{self, Heard, Interrupt, Keep, Link};
 use super::protocol::{
-    encode, Cell, Decoder, Done, EndState, FromHost, InterruptReason, ToHost, CODE_BYTES,
+    encode, Cell, CellState, Decoder, Done, FromHost, InterruptReason, ToHost, CODE_BYTES,
 };
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
@@ -44,7 +44,7 @@ pub fn code_host() -> i32 {
         let done = if cell.code.len() > CODE_BYTES {
             Some(Done {
                 id: cell.id.clone(),
-                state: EndState::Failed,
+                state: CellState::Failed,
                 output: "exec refused: code over 256 KiB".to_owned(),
                 calls: 0,
             })

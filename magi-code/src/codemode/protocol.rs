@@ -186,35 +186,7 @@ pub enum ToHost {
     },
 }
 
-/// How a cell ended (`code-mode.md` 8, "States").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndState {
-    /// Returned (or fell off the end).
-    Completed,
-    /// Did not parse, threw, or the helper broke.
-    Failed,
-    /// Past `cpu_ms`, or interrupted for `timeout`.
-    TimedOut,
-    /// An uncaught error after the engine refused an allocation.
-    OutOfMemory,
-    /// Interrupted for `cancel`.
-    Cancelled,
-}
-
-impl EndState {
-    /// The result's first line (`exec completed`, `exec timed out`, ...).
-    #[must_use]
-    pub fn headline(self) -> &'static str {
-        match self {
-            Self::Completed => "exec completed",
-            Self::Failed => "exec failed",
-            Self::TimedOut => "exec timed out",
-            Self::OutOfMemory => "exec ran out of memory",
-            Self::Cancelled => "exec cancelled",
-        }
-    }
-}
+pub use super::text::CellState;
 
 /// The end of a cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,7 +195,7 @@ pub struct Done {
     /// The cell's id.
     pub id: String,
     /// How it ended.
-    pub state: EndState,
+    pub state: CellState,
     /// The output of `code-mode.md` 8 below the two header lines: console and `text()` lines
     /// in order, then the returned value as compact JSON or the uncaught error (name, message,
     /// stack with the model's line numbers); LF-separated, no final LF.
@@ -451,7 +423,7 @@ mod tests {
         );
         let done = FromHost::Done(Done {
             id: "c1".into(),
-            state: EndState::TimedOut,
+            state: CellState::TimedOut,
             output: "a\nb".into(),
             calls: 2,
         });

@@ -10,8 +10,10 @@ pub const CODE_BYTES: usize = 256 * 1024;
 /// The error result of code over [`CODE_BYTES`] (an `invalid_input` failure).
 pub const CODE_TOO_LARGE: &str = "exec refused: code over 256 KiB";
 
-/// How a cell ended; the first line of its result is `exec <state>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a cell ended; the first line of its result is `exec <state>` (on the helper's wire,
+/// snake case: `timed_out`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CellState {
     /// It returned (or ran to its end).
     Completed,
