@@ -318,6 +318,7 @@ impl Projector {
             | Body::Title { .. }
             | Body::ToolCall { .. }
             | Body::ToolResult { .. }
+            | Body::CodeCall { .. }
             | Body::ProviderItem { .. }
             | Body::Usage { .. } => {}
         }

@@ -60,11 +60,13 @@ pub fn config(window: u64, hooks: Hooks) -> Config {
             client: Policy::Allow,
             mcp: Policy::Ask,
             task: Policy::Allow,
+            code: Policy::Allow,
         },
         hooks,
         tool_cards: true,
         cwd: PathBuf::from("/w"),
         left_out: None,
+        code: None,
     }
 }
 
@@ -153,7 +155,11 @@ impl Fuzz {
                 Output::Tools(jobs) => self.pending = Some(Pending::Tools(jobs.len())),
                 Output::OpenApproval(id) => self.approvals.push(id),
                 Output::OpenClientCall(id) => self.calls.push(id),
-                Output::Event(_) | Output::Delta { .. } => {}
+                Output::Event(_)
+                | Output::Delta { .. }
+                | Output::Cell(_)
+                | Output::CodeAnswer { .. }
+                | Output::Interrupt(_) => {}
             }
         }
     }

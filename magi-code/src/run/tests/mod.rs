@@ -1,6 +1,7 @@
 //! The run machine on a virtual clock: a test driver plays the real driver's part
 //! (`agent::drive`), answering each output, keeping the appended records as the store.
 
+mod code;
 mod edges;
 mod props;
 
@@ -11,8 +12,8 @@ use crate::providers::model::{ModelRequest, Thinking, Usage};
 use crate::providers::{anthropic, openai_chat, openai_responses, ModelEvent, StepFailure};
 use crate::run::fuzzing::{config, ran};
 use crate::run::{
-    AppendKind, Config, Finished, HookEnd, Input, Output, Run, State, StepRequest, Stored, ToolEnd,
-    ToolJob,
+    AppendKind, CellJob, CodeResult, Config, Finished, HookEnd, Input, InterruptReason, Output,
+    Run, State, StepRequest, Stored, ToolEnd, ToolJob,
 };
 use crate::tools::ToolOutcome;
 use crate::wire::Event;
@@ -40,6 +41,13 @@ pub struct Harness {
     pub requests: Vec<StepRequest>,
     /// The tool jobs run.
     pub jobs: Vec<ToolJob>,
+    /// Leave tool jobs unanswered (the test feeds `ToolsEnded` itself).
+    pub hold_tools: bool,
+    /// The cells started, the answers to their nested calls and the interrupts asked for:
+    /// the test plays the helper.
+    pub cells: Vec<CellJob>,
+    pub answers: Vec<(u64, CodeResult)>,
+    pub interrupts: Vec<InterruptReason>,
     pub fail: FailAppend,
     /// The room each successful append reports.
     pub room: Room,
@@ -73,6 +81,10 @@ impl Harness {
             script: script.into(),
             requests: Vec::new(),
             jobs: Vec::new(),
+            hold_tools: false,
+            cells: Vec::new(),
+            answers: Vec::new(),
+            interrupts: Vec::new(),
             fail: Box::new(|_, _| None),
             room: Room::unbounded(),
             inputs: 0,
@@ -198,21 +210,8 @@ impl Harness {
                     };
                     self.feed(Input::SummaryEnded(r));
                 }
-                Output::Tools(jobs) => {
-                    let ends = jobs
-                        .iter()
-                        .map(|j| ToolEnd {
-                            outcome: Some(if self.cancelled() {
-                                ToolOutcome::fail("cancelled")
-                            } else {
-                                ran(&format!("out of {}", j.name))
-                            }),
-                            lost: None,
-                        })
-                        .collect();
-                    self.jobs.extend(jobs);
-                    self.feed(Input::ToolsEnded(ends));
-                }
+                Output::Tools(jobs) if self.hold_tools => self.jobs.extend(jobs),
+                Output::Tools(jobs) => self.tools(jobs),
                 Output::Hook { .. } => {
                     let end = if self.cancelled() {
                         HookEnd::Cancelled
@@ -221,6 +220,9 @@ impl Harness {
                     };
                     self.feed(Input::HookEnded(end));
                 }
+                Output::Cell(job) => self.cells.push(job),
+                Output::CodeAnswer { call, result } => self.answers.push((call, result)),
+                Output::Interrupt(why) => self.interrupts.push(why),
                 Output::Event(_)
                 | Output::Delta { .. }
                 | Output::OpenApproval(_)
@@ -228,6 +230,23 @@ impl Harness {
                 | Output::Finished(_) => {}
             }
         }
+    }
+
+    /// Runs the jobs at once: each succeeds, or ends cancelled once the run is.
+    fn tools(&mut self, jobs: Vec<ToolJob>) {
+        let ends = jobs
+            .iter()
+            .map(|j| ToolEnd {
+                outcome: Some(if self.cancelled() {
+                    ToolOutcome::fail("cancelled")
+                } else {
+                    ran(&format!("out of {}", j.name))
+                }),
+                lost: None,
+            })
+            .collect();
+        self.jobs.extend(jobs);
+        self.feed(Input::ToolsEnded(ends));
     }
 
     /// The terminal facts, if out.
