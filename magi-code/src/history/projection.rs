@@ -667,6 +667,23 @@ mod tests {
         assert!(kinds(true, &orphan).is_empty(), "a card needs its activity");
     }
 
+    /// A Code Mode nested call shows only as its activity (`code-mode.md` 6).
+    #[test]
+    fn a_code_call_projects_only_through_its_activity() {
+        let mut records =
+            card_records(json!({"kind": "generic", "title": "t", "status": "running"}));
+        records.push(rec(Body::CodeCall {
+            run_id: "r".into(),
+            call_id: "x1".into(),
+            seq: 0,
+            name: "shell".into(),
+            input: json!({"command": "ls"}),
+            output: "a secret output".into(),
+            is_error: false,
+        }));
+        assert_eq!(kinds(false, &records), ["activity"]);
+    }
+
     fn reply(text: Option<&str>, partial: bool) -> Record {
         rec(Body::AssistantMessage {
             run_id: "r".into(),

@@ -608,6 +608,15 @@ mod tests {
                 activity_id: "t-1".into(),
                 card: json!({"kind": "generic", "title": "x", "status": "running"}),
             },
+            Body::CodeCall {
+                run_id: "r".into(),
+                call_id: "x1".into(),
+                seq: 3,
+                name: "read_file".into(),
+                input: json!({"path": "a"}),
+                output: "denied by policy".into(),
+                is_error: true,
+            },
         ]
     }
 
@@ -677,6 +686,18 @@ mod tests {
             base(json!({"type":"tool_card","activity_id":"t","card":"not an object"})),
             base(json!({"type":"tool_card","activity_id":"t"})),
             base(json!({"type":"tool_card","card":{}})),
+            base(
+                json!({"type":"code_call","call_id":"x","name":"n","input":{},"output":"o","is_error":false}),
+            ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":-1,"name":"n","input":{},"output":"o","is_error":false}),
+            ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","input":{},"output":"o"}),
+            ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","output":"o","is_error":true}),
+            ),
         ] {
             assert_eq!(parse(&v), Err(HistoryError::Invalid), "{v}");
         }
