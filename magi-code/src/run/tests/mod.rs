@@ -5,6 +5,7 @@ mod code;
 mod edges;
 mod props;
 
+use crate::codemode::text::CellState;
 use crate::config::Hooks;
 use crate::history::room::Room;
 use crate::history::{Body, Item, Record, Replay};
@@ -48,6 +49,11 @@ pub struct Harness {
     pub cells: Vec<CellJob>,
     pub answers: Vec<(u64, CodeResult)>,
     pub interrupts: Vec<InterruptReason>,
+    /// Play the helper: each cell's code issues these calls at once, ends `completed` once
+    /// all are answered, and ends at once on an interrupt.
+    pub helper: Option<Vec<(String, Value)>>,
+    /// The open cell's first answer's index and its calls.
+    open_cell: Option<(usize, u32)>,
     pub fail: FailAppend,
     /// The room each successful append reports.
     pub room: Room,
@@ -85,6 +91,8 @@ impl Harness {
             cells: Vec::new(),
             answers: Vec::new(),
             interrupts: Vec::new(),
+            helper: None,
+            open_cell: None,
             fail: Box::new(|_, _| None),
             room: Room::unbounded(),
             inputs: 0,
@@ -220,15 +228,63 @@ impl Harness {
                     };
                     self.feed(Input::HookEnded(end));
                 }
-                Output::Cell(job) => self.cells.push(job),
-                Output::CodeAnswer { call, result } => self.answers.push((call, result)),
-                Output::Interrupt(why) => self.interrupts.push(why),
+                Output::Cell(job) => self.cell(job),
+                Output::CodeAnswer { call, result } => {
+                    self.answers.push((call, result));
+                    self.helper_answered();
+                }
+                Output::Interrupt(why) => {
+                    self.interrupts.push(why);
+                    let state = match why {
+                        InterruptReason::Timeout => CellState::TimedOut,
+                        InterruptReason::Cancel => CellState::Cancelled,
+                    };
+                    self.end_cell(state);
+                }
                 Output::Event(_)
                 | Output::Delta { .. }
                 | Output::OpenApproval(_)
                 | Output::OpenClientCall(_)
                 | Output::Finished(_) => {}
             }
+        }
+    }
+
+    /// A cell starts; the helper, if played, issues its calls.
+    fn cell(&mut self, job: CellJob) {
+        self.cells.push(job);
+        let Some(calls) = self.helper.clone() else {
+            return;
+        };
+        self.open_cell = Some((self.answers.len(), calls.len() as u32));
+        for (n, (name, input)) in calls.into_iter().enumerate() {
+            self.feed(Input::CodeCall {
+                call: n as u64,
+                name,
+                input,
+            });
+        }
+        self.helper_answered();
+    }
+
+    /// The played helper ends its cell once every call is answered.
+    fn helper_answered(&mut self) {
+        if let Some((from, n)) = self.open_cell {
+            if self.answers.len() - from >= n as usize {
+                self.end_cell(CellState::Completed);
+            }
+        }
+    }
+
+    /// The played helper's cell ends in `state`.
+    fn end_cell(&mut self, state: CellState) {
+        if let Some((_, calls)) = self.open_cell.take() {
+            self.feed(Input::CellEnded {
+                state,
+                output: String::new(),
+                calls,
+                elapsed_ms: 0,
+            });
         }
     }
 
