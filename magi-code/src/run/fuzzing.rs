@@ -434,6 +434,44 @@ impl Fuzz {
 pub fn drive(data: &[u8]) {
     let mut d = Bytes { data, at: 0 };
     let flags = d.byte();
+    let mut f = Fuzz {
+        run: Run::new(fuzz_config(flags)),
+        now: 0,
+        pending: None,
+        finished: 0,
+        approvals: Vec::new(),
+        calls: Vec::new(),
+        stored: 0,
+        step_calls: 0,
+        cell_open: false,
+        code_calls: 0,
+        code: flags & 32 == 32,
+    };
+    // Inputs before the start are ignored.
+    if flags & 16 == 16 {
+        f.feed(Input::Cancel);
+    }
+    f.run.start(0);
+    f.drain();
+    while !d.done() {
+        let input = f.input(&mut d);
+        f.answers(&input);
+        f.feed(input);
+        // Every query is total in every state.
+        std::hint::black_box((f.run.state(), f.run.waiting(), f.run.timeout()));
+        std::hint::black_box((f.run.stop_streaming(), f.run.output_lost()));
+    }
+    f.feed(Input::Cancel);
+    f.end_honestly();
+    assert_eq!(f.finished, 1, "no Finished after the cancel");
+    f.feed(Input::Tick);
+    f.run.start(f.now);
+    f.drain();
+}
+
+/// The run's configuration from the flags byte: a small window (1), hooks (2), an earlier
+/// conversation (4), quiet (8), `exec` offered (32).
+fn fuzz_config(flags: u8) -> Config {
     let window = if flags & 1 == 1 { 10_000 } else { 200_000 };
     let hooks = if flags & 2 == 2 {
         let hook = |command: &str| Hook {
@@ -463,64 +501,39 @@ pub fn drive(data: &[u8]) {
         cfg.history.last_input_tokens = Some(u64::from(flags) * 40);
     }
     cfg.quiet = flags & 8 == 8;
-    let mut f = Fuzz {
-        run: Run::new(cfg),
-        now: 0,
-        pending: None,
-        finished: 0,
-        approvals: Vec::new(),
-        calls: Vec::new(),
-        stored: 0,
-        step_calls: 0,
-        cell_open: false,
-        code_calls: 0,
-        code: flags & 32 == 32,
-    };
-    // Inputs before the start are ignored.
-    if flags & 16 == 16 {
-        f.feed(Input::Cancel);
-    }
-    f.run.start(0);
-    f.drain();
-    while !d.done() {
-        let input = f.input(&mut d);
-        f.answers(&input);
-        f.feed(input);
-        // Every query is total in every state.
-        std::hint::black_box((f.run.state(), f.run.waiting(), f.run.timeout()));
-        std::hint::black_box((f.run.stop_streaming(), f.run.output_lost()));
-    }
-    f.feed(Input::Cancel);
-    for _ in 0..1_000 {
-        if f.finished > 0 {
-            break;
-        }
-        if let Some(p) = f.pending.take() {
-            let input = f.honest(p);
-            f.feed(input);
-        } else if f.cell_open {
-            // The interrupted helper reports the end.
-            f.feed(Input::CellEnded {
-                state: CellState::Cancelled,
-                output: String::new(),
-                calls: 0,
-                elapsed_ms: 0,
-            });
-            f.cell_open = false;
-        } else if let Some(w) = f.run.waiting() {
-            // A cancelled run ends its waits at once: a wait that outlives it is a bug.
-            panic!("still waiting for {w:?} after the cancel");
-        } else {
-            panic!(
-                "stuck in {:?}: nothing asked, nothing awaited",
-                f.run.state()
-            );
+    cfg
+}
+
+impl Fuzz {
+    /// After the cancel, answers what the run asked for honestly until it finishes.
+    fn end_honestly(&mut self) {
+        for _ in 0..1_000 {
+            if self.finished > 0 {
+                return;
+            }
+            if let Some(p) = self.pending.take() {
+                let input = self.honest(p);
+                self.feed(input);
+            } else if self.cell_open {
+                // The interrupted helper reports the end.
+                self.feed(Input::CellEnded {
+                    state: CellState::Cancelled,
+                    output: String::new(),
+                    calls: 0,
+                    elapsed_ms: 0,
+                });
+                self.cell_open = false;
+            } else if let Some(w) = self.run.waiting() {
+                // A cancelled run ends its waits at once: a wait that outlives it is a bug.
+                panic!("still waiting for {w:?} after the cancel");
+            } else {
+                panic!(
+                    "stuck in {:?}: nothing asked, nothing awaited",
+                    self.run.state()
+                );
+            }
         }
     }
-    assert_eq!(f.finished, 1, "no Finished after the cancel");
-    f.feed(Input::Tick);
-    f.run.start(f.now);
-    f.drain();
 }
 
 /// A usage, a reasoning summary, a provider item or a stop.
