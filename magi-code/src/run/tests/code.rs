@@ -3,50 +3,29 @@
 //! without approval waits, its limits, interrupts and end, on the virtual clock.
 
 use super::{call, calls_answered, replay_valid, replayed, Harness};
-use crate::codemode::decl::{exec_input_schema, exec_spec};
-use crate::codemode::text::{summary, CellState, ToolErrorCode, CODE_BYTES};
+use crate::codemode::text::{CellState, ToolErrorCode, CODE_BYTES};
 use crate::config::code_mode::CodePolicies;
-use crate::config::{Hooks, Policy};
+use crate::config::{Hook, Hooks, Policy};
 use crate::history::{ActivityState, Body, Item, RunOutcome};
 use crate::providers::ModelEvent;
-use crate::run::cell::reachable;
-use crate::run::fuzzing::config;
-use crate::run::{
-    CodeConfig, CodeResult, Config, Input, InterruptReason, Output, State, ToolEnd, Waiting,
-};
-use crate::tools::{ToolKind, ToolOutcome, ToolRegistry};
-use crate::util::schema;
+use crate::run::fuzzing::{config, with_code, CLIENT_TOOL};
+use crate::run::{CodeResult, Config, Input, InterruptReason, Output, State, ToolEnd, Waiting};
+use crate::tools::ToolOutcome;
 use crate::wire::Event;
 use protocol_core::limits::APPROVAL_EXPIRY_MS;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 const T0: u64 = 1_000;
 const TIMEOUT_MS: u64 = 10_000;
 
 /// The fuzz configuration with `exec` offered, code policies `code`, `max_calls` calls.
 fn code_config(code: CodePolicies, max_calls: u32) -> Config {
-    let mut cfg = config(200_000, Hooks::default());
-    let mut table: ToolRegistry = (*cfg.tools).clone();
-    let spec = exec_spec(table.specs());
-    table
-        .add(
-            spec,
-            ToolKind::Code,
-            schema::compile(&exec_input_schema()),
-            |_, input| summary(input["code"].as_str().unwrap_or_default()),
-        )
-        .unwrap();
-    cfg.code = Some(CodeConfig {
-        policies: code,
-        timeout_ms: TIMEOUT_MS,
-        cpu_ms: 10_000,
-        memory_mib: 64,
+    with_code(
+        config(200_000, Hooks::default()),
+        code,
         max_calls,
-        tools: reachable(&table),
-    });
-    cfg.tools = Arc::new(table);
-    cfg
+        TIMEOUT_MS,
+    )
 }
 
 fn exec(id: &str, code: &str) -> ModelEvent {
@@ -453,4 +432,79 @@ fn a_cell_that_ends_under_its_nested_call_cancels_it() {
     assert_eq!(h.result_of("x1").0.lines().next(), Some("exec failed"));
     assert!(matches!(h.outputs.last(), Some(Output::Finished(_))));
     calls_answered(&h.store).unwrap();
+}
+
+#[test]
+fn a_blocking_hook_and_a_failing_tool_throw_blocked_and_failed() {
+    let mut cfg = code_config(CodePolicies::default(), 200);
+    cfg.hooks.pre_tool = vec![Hook {
+        command: "guard".into(),
+        tools: Some(vec!["grep".into()]),
+    }];
+    let mut h = cell(cfg, vec![]);
+    h.hook_status = 2;
+    code_call(&mut h, 1, "grep", json!({"pattern": "x"}));
+    assert!(
+        err(ToolErrorCode::Blocked)(&h.answers[0].1),
+        "{:?}",
+        h.answers
+    );
+    h.hold_tools = true;
+    code_call(&mut h, 2, "read_file", json!({"path": "a"}));
+    h.feed(Input::ToolsEnded(vec![ToolEnd {
+        outcome: Some(ToolOutcome::fail("not found")),
+        lost: None,
+    }]));
+    h.pump();
+    assert_eq!(
+        h.answers[1],
+        (2, Err((ToolErrorCode::Failed, "not found".to_owned())))
+    );
+    h.hold_tools = false;
+    ended(&mut h, CellState::Completed, "", 2);
+    assert_eq!(finals(&h, "grep")[0].0, ActivityState::Failed);
+    let nested = finals(&h, "read_file");
+    assert_eq!(nested[0].0, ActivityState::Failed);
+    assert!(nested[0].1.starts_with("code: "));
+}
+
+#[test]
+fn a_nested_client_tool_is_asked_and_a_cell_end_cancels_it() {
+    let code = CodePolicies {
+        client: Policy::Allow,
+        ..CodePolicies::default()
+    };
+    let mut h = cell(code_config(code, 200), vec![]);
+    code_call(&mut h, 1, CLIENT_TOOL, json!({"q": 1}));
+    let Some(Waiting::ClientCall(id)) = h.run.waiting() else {
+        panic!("not asking the client: {:?}", h.run.state());
+    };
+    h.feed(Input::ClientResult {
+        call_id: id,
+        ok: true,
+        output: "client says".into(),
+    });
+    h.pump();
+    assert_eq!(h.answers, [(1, Ok("client says".to_owned()))]);
+    code_call(&mut h, 2, CLIENT_TOOL, json!({"q": 2}));
+    let Some(Waiting::ClientCall(second)) = h.run.waiting() else {
+        panic!("not asking the client");
+    };
+    ended(&mut h, CellState::Failed, "", 2);
+    let told = h
+        .events()
+        .into_iter()
+        .any(|e| matches!(e, Event::ClientToolCancel(d) if d.call_id == second));
+    assert!(told, "the client hears the call is cancelled");
+    assert!(code_calls(&h)[1].3);
+}
+
+#[test]
+fn a_direct_deny_of_exec_starts_no_cell() {
+    let mut cfg = code_config(CodePolicies::default(), 200);
+    cfg.policies.code = Policy::Deny;
+    let mut h = Harness::new(cfg, vec![vec![exec("x1", "return 1")]]);
+    h.start(T0);
+    assert!(h.cells.is_empty());
+    assert_eq!(h.result_of("x1"), ("denied by policy".to_owned(), true));
 }

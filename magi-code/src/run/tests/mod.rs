@@ -44,6 +44,8 @@ pub struct Harness {
     pub jobs: Vec<ToolJob>,
     /// Leave tool jobs unanswered (the test feeds `ToolsEnded` itself).
     pub hold_tools: bool,
+    /// The exit status every hook ends with (until the cancel).
+    pub hook_status: i32,
     /// The cells started, the answers to their nested calls and the interrupts asked for:
     /// the test plays the helper.
     pub cells: Vec<CellJob>,
@@ -88,6 +90,7 @@ impl Harness {
             requests: Vec::new(),
             jobs: Vec::new(),
             hold_tools: false,
+            hook_status: 0,
             cells: Vec::new(),
             answers: Vec::new(),
             interrupts: Vec::new(),
@@ -224,7 +227,7 @@ impl Harness {
                     let end = if self.cancelled() {
                         HookEnd::Cancelled
                     } else {
-                        HookEnd::Exit(0)
+                        HookEnd::Exit(self.hook_status)
                     };
                     self.feed(Input::HookEnded(end));
                 }
