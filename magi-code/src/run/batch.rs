@@ -141,7 +141,8 @@ pub enum Wait {
 pub struct Calls {
     pub step_items: Vec<Item>,
     pub list: Vec<(String, String, Value)>,
-    pub repeated: Vec<bool>,
+    /// Whether each call repeats the runaway row, once its batch has looked.
+    pub repeated: Vec<Option<bool>>,
     /// The batch's first call and size.
     pub at: usize,
     pub n: usize,

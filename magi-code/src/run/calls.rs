@@ -50,7 +50,7 @@ pub fn start_calls(
     step_items: Vec<Item>,
     list: Vec<(String, String, Value)>,
 ) -> CallsNext {
-    let c = calls(sh, step_items, list, None);
+    let c = calls(step_items, list, None);
     run(sh, Step::Go(c, Todo::Batch))
 }
 
@@ -58,18 +58,18 @@ pub fn start_calls(
 /// with [`CallsNext::Answered`] (now or after its waits), never stored as a step.
 pub fn start_nested(sh: &mut Shared, from: Nested, name: String, input: Value) -> CallsNext {
     let list = vec![(from.call_id.clone(), name, input)];
-    let c = calls(sh, Vec::new(), list, Some(from));
+    let c = calls(Vec::new(), list, Some(from));
     run(sh, Step::Go(c, Todo::Batch))
 }
 
-/// The calls of `list`, each counted in the turn's runaway row.
+/// The calls of `list`; each joins the turn's runaway row when its batch is formed, so a
+/// cell's nested calls join it right after their `exec` call, before the step's next calls.
 fn calls(
-    sh: &mut Shared,
     step_items: Vec<Item>,
     list: Vec<(String, String, Value)>,
     nested: Option<Nested>,
 ) -> Box<Calls> {
-    let repeated = list.iter().map(|c| sh.repeats.see(&c.1, &c.2)).collect();
+    let repeated = vec![None; list.len()];
     Box::new(Calls {
         step_items,
         list,
@@ -107,13 +107,14 @@ fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
         return calls_done(sh, c);
     }
     let (at, len) = (c.at, c.list.len());
+    let first = repeated(sh, &mut c, at);
     let mut n = 1;
     while at + n < len
         && n < CONCURRENT_READS
-        && !c.repeated[at]
-        && !c.repeated[at + n]
+        && !first
         && runs_unasked(sh, &c.list[at])
         && runs_unasked(sh, &c.list[at + n])
+        && !repeated(sh, &mut c, at + n)
     {
         n += 1;
     }
@@ -123,6 +124,12 @@ fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     c.runs.clear();
     c.done = 0;
     Step::Go(c, Todo::Prepare)
+}
+
+/// Whether call `i` repeats the row (counted on its first look, in the calls' order).
+fn repeated(sh: &mut Shared, c: &mut Calls, i: usize) -> bool {
+    let (_, name, input) = &c.list[i];
+    *c.repeated[i].get_or_insert_with(|| sh.repeats.see(name, input))
 }
 
 /// Prepares the batch's calls in order until one waits for the client or a hook.
@@ -174,7 +181,7 @@ fn refused_first(c: &Calls, i: usize, p: &mut Prepared) -> Option<bool> {
         p.refuse(why, *code);
         return Some(false);
     }
-    (c.n == 1 && c.repeated[i]).then(|| {
+    (c.n == 1 && c.repeated[i] == Some(true)).then(|| {
         p.refuse(REPEATED, ToolErrorCode::Limit);
         true
     })

@@ -508,3 +508,23 @@ fn a_direct_deny_of_exec_starts_no_cell() {
     assert!(h.cells.is_empty());
     assert_eq!(h.result_of("x1"), ("denied by policy".to_owned(), true));
 }
+
+/// Nested calls join the runaway row right after their `exec` call, before the step's
+/// next calls (`code-mode.md` 8).
+#[test]
+fn nested_calls_join_the_runaway_row_after_their_exec_call() {
+    let same = json!({"path": "a"});
+    let mut h = cell(
+        code_config(CodePolicies::default(), 200),
+        vec![call("d1", "read_file", same.clone())],
+    );
+    code_call(&mut h, 1, "read_file", same.clone());
+    code_call(&mut h, 2, "read_file", same);
+    assert!(h.answers.iter().all(|(_, r)| r.is_ok()), "{:?}", h.answers);
+    ended(&mut h, CellState::Completed, "", 2);
+    let (output, is_error) = h.result_of("d1");
+    assert!(
+        is_error && output.starts_with("refused: you repeated"),
+        "{output}"
+    );
+}
