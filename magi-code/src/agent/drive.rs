@@ -112,11 +112,14 @@ fn config(out: &RunOutput<'_>, prompt: &str, history: Snapshot, p: &LoopParams<'
             client: s.tool_client,
             mcp: s.tool_mcp,
             task: s.tool_task,
+            code: s.tool_code,
         },
         hooks: s.hooks.clone(),
         tool_cards: rt.tool_cards,
         cwd: rt.cwd.clone(),
         left_out,
+        // Code Mode joins with the helper process (the table offers no `exec` yet).
+        code: None,
     }
 }
 
@@ -162,7 +165,17 @@ impl Driver<'_, '_> {
                 }
                 self.feed(run, Input::ToolsEnded(ends));
             }
-            Output::Finished(_) => {}
+            // No cell runs yet (the helper joins later): one would fail, never hang.
+            Output::Cell(_) => self.feed(
+                run,
+                Input::CellEnded {
+                    state: crate::codemode::text::CellState::Failed,
+                    output: "Code Mode is not available".to_owned(),
+                    calls: 0,
+                    elapsed_ms: 0,
+                },
+            ),
+            Output::CodeAnswer { .. } | Output::Interrupt(_) | Output::Finished(_) => {}
         }
     }
 
@@ -360,7 +373,7 @@ impl Driver<'_, '_> {
                 Some(hub) => call_mcp(hub, &job.name, &job.input, ctx.cancel),
                 None => done(ToolOutcome::fail("unknown tool")),
             },
-            ToolKind::Client => done(ToolOutcome::fail("unknown tool")),
+            ToolKind::Client | ToolKind::Code => done(ToolOutcome::fail("unknown tool")),
         }
     }
 }

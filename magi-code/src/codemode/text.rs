@@ -48,6 +48,41 @@ impl CellState {
     }
 }
 
+/// Why a nested call threw `ToolError` (`code-mode.md` 8): its `code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolErrorCode {
+    /// Policy `deny`, or a denied or expired approval.
+    Denied,
+    /// A `pre_tool` hook exited 2.
+    Blocked,
+    /// Not reachable from code (`exec` included).
+    UnknownTool,
+    /// Not a JSON object, or breaks the tool's schema.
+    InvalidInput,
+    /// It ran and failed.
+    Failed,
+    /// Cut short by cancellation or an interrupted cell.
+    Cancelled,
+    /// Past `max_calls`, or refused by the runaway rule.
+    Limit,
+}
+
+impl ToolErrorCode {
+    /// The `code` the JavaScript `ToolError` carries.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Denied => "denied",
+            Self::Blocked => "blocked",
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidInput => "invalid_input",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Limit => "limit",
+        }
+    }
+}
+
 /// `Err` with [`CODE_TOO_LARGE`] when `code` (as sent) is over [`CODE_BYTES`].
 pub fn check_size(code: &str) -> Result<(), &'static str> {
     if code.len() > CODE_BYTES {

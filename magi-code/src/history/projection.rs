@@ -318,6 +318,7 @@ impl Projector {
             | Body::Title { .. }
             | Body::ToolCall { .. }
             | Body::ToolResult { .. }
+            | Body::CodeCall { .. }
             | Body::ProviderItem { .. }
             | Body::Usage { .. } => {}
         }
@@ -664,6 +665,23 @@ mod tests {
         let mut orphan = card_records(at(1, 0));
         orphan.remove(0);
         assert!(kinds(true, &orphan).is_empty(), "a card needs its activity");
+    }
+
+    /// A Code Mode nested call shows only as its activity (`code-mode.md` 6).
+    #[test]
+    fn a_code_call_projects_only_through_its_activity() {
+        let mut records =
+            card_records(json!({"kind": "generic", "title": "t", "status": "running"}));
+        records.push(rec(Body::CodeCall {
+            run_id: "r".into(),
+            call_id: "x1".into(),
+            seq: 0,
+            name: "shell".into(),
+            input: json!({"command": "ls"}),
+            output: "a secret output".into(),
+            is_error: false,
+        }));
+        assert_eq!(kinds(false, &records), ["activity"]);
     }
 
     fn reply(text: Option<&str>, partial: bool) -> Record {

@@ -159,6 +159,24 @@ pub enum Body {
         /// Whether the call failed, was refused or was cut short.
         is_error: bool,
     },
+    /// One call a Code Mode cell's code made (`code-mode.md` 6): never replayed, never
+    /// re-run; only its activity entry is projected.
+    CodeCall {
+        /// The turn.
+        run_id: String,
+        /// The `exec` call whose cell made it.
+        call_id: String,
+        /// Its place among that cell's calls, from 0, without gaps.
+        seq: u64,
+        /// The tool name as the code spelled it.
+        name: String,
+        /// Its input as the code gave it.
+        input: Value,
+        /// What the code got: the output, or the error's message.
+        output: String,
+        /// Whether it threw (refused, failed or cut short).
+        is_error: bool,
+    },
     /// Opaque data a provider needs back verbatim (replayed to that provider only).
     ProviderItem {
         /// The turn.
@@ -394,6 +412,15 @@ impl Body {
                 output: req(m, "output")?,
                 is_error: present_bool(m, "is_error")?.ok_or(HistoryError::Invalid)?,
             },
+            "code_call" => Self::CodeCall {
+                run_id: req(m, "run_id")?,
+                call_id: req(m, "call_id")?,
+                seq: count(m, "seq")?,
+                name: req(m, "name")?,
+                input: any(m, "input")?,
+                output: req(m, "output")?,
+                is_error: present_bool(m, "is_error")?.ok_or(HistoryError::Invalid)?,
+            },
             "provider_item" => Self::ProviderItem {
                 run_id: req(m, "run_id")?,
                 provider: req(m, "provider")?,
@@ -470,6 +497,7 @@ impl Record {
             | Body::RunFinished { run_id, .. }
             | Body::ToolCall { run_id, .. }
             | Body::ToolResult { run_id, .. }
+            | Body::CodeCall { run_id, .. }
             | Body::ProviderItem { run_id, .. }
             | Body::Usage { run_id, .. } => Some(run_id),
             _ => None,
@@ -580,6 +608,15 @@ mod tests {
                 activity_id: "t-1".into(),
                 card: json!({"kind": "generic", "title": "x", "status": "running"}),
             },
+            Body::CodeCall {
+                run_id: "r".into(),
+                call_id: "x1".into(),
+                seq: 3,
+                name: "read_file".into(),
+                input: json!({"path": "a"}),
+                output: "denied by policy".into(),
+                is_error: true,
+            },
         ]
     }
 
@@ -649,6 +686,18 @@ mod tests {
             base(json!({"type":"tool_card","activity_id":"t","card":"not an object"})),
             base(json!({"type":"tool_card","activity_id":"t"})),
             base(json!({"type":"tool_card","card":{}})),
+            base(
+                json!({"type":"code_call","call_id":"x","name":"n","input":{},"output":"o","is_error":false}),
+            ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":-1,"name":"n","input":{},"output":"o","is_error":false}),
+            ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","input":{},"output":"o"}),
+            ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","output":"o","is_error":true}),
+            ),
         ] {
             assert_eq!(parse(&v), Err(HistoryError::Invalid), "{v}");
         }

@@ -2,10 +2,88 @@
 //! the calls wait for. Types only; `calls` moves them.
 
 use super::call::{Prepared, ToolRun};
-use super::io::{State, Waiting};
+use super::io::{End, InterruptReason, State, Waiting};
+use crate::codemode::text::ToolErrorCode;
 use crate::history::Item;
 use crate::tools::ToolOutcome;
 use serde_json::Value;
+use std::collections::VecDeque;
+
+/// What comes after the calls' state changed.
+#[derive(Debug)]
+pub enum CallsNext {
+    /// They wait (for the driver, the client or the time).
+    Wait(Box<Calls>),
+    /// Every call is answered and the step's records are stored: the next step.
+    Stepped,
+    /// The run ends.
+    Finish(End),
+    /// A nested call (of a cell) was answered: only the cell that holds it sees this.
+    Answered(ToolRun),
+}
+
+/// Where the calls go next without waiting: a loop, not a chain of calls, so a step of
+/// thousands of calls that all end at once (refused, skipped) keeps a flat stack.
+#[derive(Debug, Clone, Copy)]
+pub enum Todo {
+    Batch,
+    Prepare,
+    Execute,
+    Complete,
+}
+
+/// One move of the calls: on to the next move, or out of the calls.
+pub enum Step {
+    Go(Box<Calls>, Todo),
+    Out(CallsNext),
+}
+
+/// Where a nested call comes from: the cell of `exec` call `call_id`, as its call `seq`.
+#[derive(Debug, Clone)]
+pub struct Nested {
+    pub call_id: String,
+    pub seq: u64,
+    /// Refused before its policy (unreachable, past `max_calls`): why, and its code.
+    pub refuse: Option<(String, ToolErrorCode)>,
+}
+
+/// A running cell: its clock, its nested call in flight and those queued behind it.
+#[derive(Debug)]
+pub struct Cell {
+    /// The `exec` call.
+    pub call_id: String,
+    /// When it started, its wall clock, and the approval waits not counted in it.
+    pub started: u64,
+    pub timeout_ms: u64,
+    pub paused: u64,
+    pub paused_since: Option<u64>,
+    /// The interrupt asked for, if any: nested calls are cancelled from then on.
+    pub interrupted: Option<InterruptReason>,
+    /// Nested calls issued so far (the next one's `seq`) and how many may be.
+    pub issued: u64,
+    pub max_calls: u32,
+    /// The nested call in flight: the helper's number and its one-call batch.
+    pub inner: Option<(u64, Box<Calls>)>,
+    /// Calls issued while one runs, in issue order.
+    pub queue: VecDeque<(u64, String, Value)>,
+}
+
+impl Cell {
+    /// When its wall clock runs out, or the nested call's wait expires: an interrupted
+    /// cell, or one waiting for an approval, has no clock of its own.
+    pub fn deadline(&self) -> Option<u64> {
+        let own = (self.interrupted.is_none() && self.paused_since.is_none()).then(|| {
+            self.started
+                .saturating_add(self.timeout_ms)
+                .saturating_add(self.paused)
+        });
+        let inner = self.inner.as_ref().and_then(|(_, c)| c.deadline());
+        match (own, inner) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
 
 /// What a hook reads on stdin: the call as JSON (keys in sorted order).
 #[derive(serde::Serialize)]
@@ -54,6 +132,8 @@ pub enum Wait {
     PostHook { hook: usize, ok: bool },
     /// The step's records' append.
     Stored,
+    /// The cell of the batch's one `exec` call.
+    Cell(Box<Cell>),
 }
 
 /// A step's calls in progress.
@@ -61,7 +141,8 @@ pub enum Wait {
 pub struct Calls {
     pub step_items: Vec<Item>,
     pub list: Vec<(String, String, Value)>,
-    pub repeated: Vec<bool>,
+    /// Whether each call repeats the runaway row, once its batch has looked.
+    pub repeated: Vec<Option<bool>>,
     /// The batch's first call and size.
     pub at: usize,
     pub n: usize,
@@ -75,14 +156,20 @@ pub struct Calls {
     pub runs: Vec<ToolRun>,
     pub results: Vec<Item>,
     pub wait: Wait,
+    /// A nested call's one-call batch: its cell's origin.
+    pub nested: Option<Nested>,
 }
 
 impl Calls {
-    /// The run state it stands for.
-    pub const fn state(&self) -> State {
-        match self.wait {
+    /// The run state it stands for (a cell's: its nested call's).
+    pub fn state(&self) -> State {
+        match &self.wait {
             Wait::Approval { .. } => State::AwaitingApproval,
             Wait::Client { .. } => State::AwaitingClientTool,
+            Wait::Cell(cell) => cell
+                .inner
+                .as_ref()
+                .map_or(State::RunningCalls, |(_, c)| c.state()),
             _ => State::RunningCalls,
         }
     }
@@ -92,15 +179,22 @@ impl Calls {
         match &self.wait {
             Wait::Approval { id, .. } => Some(Waiting::Approval(id.clone())),
             Wait::Client { id, .. } => Some(Waiting::ClientCall(id.clone())),
+            Wait::Cell(cell) => cell.inner.as_ref().and_then(|(_, c)| c.waiting()),
             _ => None,
         }
     }
 
     /// When the wait expires.
-    pub(super) const fn deadline(&self) -> Option<u64> {
-        match self.wait {
-            Wait::Approval { deadline, .. } | Wait::Client { deadline, .. } => Some(deadline),
+    pub(super) fn deadline(&self) -> Option<u64> {
+        match &self.wait {
+            Wait::Approval { deadline, .. } | Wait::Client { deadline, .. } => Some(*deadline),
+            Wait::Cell(cell) => cell.deadline(),
             _ => None,
         }
+    }
+
+    /// Whether the calls wait for their cell (its inputs go to `cell`).
+    pub const fn in_cell(&self) -> bool {
+        matches!(self.wait, Wait::Cell(_))
     }
 }

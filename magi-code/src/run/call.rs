@@ -1,6 +1,7 @@
 //! One tool call's activities and cards (`started` and final), the policy that applies to it
 //! and what the model gets back: the frames of a call, built from the wire types.
 
+use crate::codemode::text::ToolErrorCode;
 use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body};
 use crate::tools::outcome::bound_output;
@@ -21,6 +22,8 @@ pub struct ToolRun {
     pub output: String,
     /// Whether the call failed, was refused or was cut short.
     pub is_error: bool,
+    /// Why, as a nested call's `ToolError` code (`None` when it succeeded).
+    pub code: Option<ToolErrorCode>,
 }
 
 /// A call with its `started` activity out, on its way through policy, approval and hooks.
@@ -35,8 +38,18 @@ pub struct Prepared {
     pub card: Card,
     /// Why it must not run, if so: the error result's text.
     pub refused: Option<String>,
+    /// The refusal's `ToolError` code, for a nested call.
+    pub refused_code: Option<ToolErrorCode>,
     /// A `post_tool` hook applies to it.
     pub post: bool,
+}
+
+impl Prepared {
+    /// Refuses the call: `why` is its error result, `code` what a nested call throws.
+    pub fn refuse(&mut self, why: &str, code: ToolErrorCode) {
+        self.refused = Some(why.to_owned());
+        self.refused_code = Some(code);
+    }
 }
 
 /// What a call gets when the run was cancelled before it started.
@@ -44,6 +57,7 @@ pub fn cancelled_run() -> ToolRun {
     ToolRun {
         output: "cancelled: the call did not run".to_owned(),
         is_error: true,
+        code: Some(ToolErrorCode::Cancelled),
     }
 }
 
@@ -52,25 +66,42 @@ pub fn over_activities() -> ToolRun {
     ToolRun {
         output: "refused: the turn reached its bound of tool activities".to_owned(),
         is_error: true,
+        code: Some(ToolErrorCode::Limit),
     }
 }
 
 /// The policy of the tool's class; the run's table holds only what it offers (for a
-/// subagent, its own tool list, never `task`).
-pub fn policy(sh: &Shared, name: &str) -> Option<Policy> {
+/// subagent, its own tool list, never `task`). A `nested` call (made from code) reads
+/// `code_mode.tools`, never the direct policies, and may not call `exec`.
+pub fn policy(sh: &Shared, name: &str, nested: bool) -> Option<Policy> {
+    let class = sh.cfg.tools.class(name)?;
+    if nested {
+        let p = sh.cfg.code.as_ref().map(|c| c.policies).unwrap_or_default();
+        return Some(match class {
+            ToolClass::Read => p.read,
+            ToolClass::Write => p.write,
+            ToolClass::Shell => p.shell,
+            ToolClass::Client => p.client,
+            ToolClass::Mcp => p.mcp,
+            ToolClass::Task => p.task,
+            ToolClass::Code => Policy::Deny,
+        });
+    }
     let p = sh.cfg.policies;
-    sh.cfg.tools.class(name).map(|c| match c {
+    Some(match class {
         ToolClass::Read => p.read,
         ToolClass::Write => p.write,
         ToolClass::Shell => p.shell,
         ToolClass::Client => p.client,
         ToolClass::Mcp => p.mcp,
         ToolClass::Task => p.task,
+        ToolClass::Code => p.code,
     })
 }
 
-/// The `started` activity and card of a call, not yet refused.
-pub fn start_call(sh: &mut Shared, name: String, input: Value) -> Prepared {
+/// The `started` activity and card of a call, not yet refused; a `nested` call's summary
+/// (activities and approval) starts `code: `.
+pub fn start_call(sh: &mut Shared, name: String, input: Value, nested: bool) -> Prepared {
     let activity_id = sh.voice.fresh_id("t-");
     let shown = safe_name(&name).unwrap_or_else(|| "tool".into());
     let kind = sh.cfg.tools.lookup(&name);
@@ -80,6 +111,11 @@ pub fn start_call(sh: &mut Shared, name: String, input: Value) -> Prepared {
         shown.clone()
     } else {
         bounded(&sh.cfg.tools.summary(&name, &input), SUMMARY_BYTES)
+    };
+    let described = if nested {
+        bounded(&format!("code: {described}"), SUMMARY_BYTES)
+    } else {
+        described
     };
     let started = if kind == Some(ToolKind::Task) {
         format!("{described}: running")
@@ -114,6 +150,7 @@ pub fn start_call(sh: &mut Shared, name: String, input: Value) -> Prepared {
         described,
         card: shown_card,
         refused: None,
+        refused_code: None,
         post: false,
     }
 }
@@ -183,21 +220,36 @@ pub fn complete(sh: &mut Shared, mut p: Prepared, outcome: Option<ToolOutcome>) 
             } else {
                 bound_output(format!("{}\n{}", o.summary, o.output), false)
             };
+            // A nested call cut short by its cell's interrupt ran but was cancelled.
+            let failed = if sh.cancelled {
+                ToolErrorCode::Cancelled
+            } else {
+                ToolErrorCode::Failed
+            };
             let run = ToolRun {
                 output,
                 is_error: !o.ok,
+                code: (!o.ok).then_some(failed),
             };
             (state, format!("{described}: {}", o.summary), run)
         }
         (why, _) => {
+            let code = p.refused_code.unwrap_or(ToolErrorCode::Cancelled);
             let why = why.unwrap_or_else(|| "cancelled".to_owned());
             let summary = format!("{described}: {why}");
             let run = ToolRun {
                 output: why,
                 is_error: true,
+                code: Some(code),
             };
             (ActivityState::Failed, summary, run)
         }
+    };
+    // `exec`'s started and final activities carry the same `exec: N lines` summary.
+    let summary = if p.kind == Some(ToolKind::Code) {
+        described
+    } else {
+        summary
     };
     let summary = bounded(&sanitize_text(&summary), SUMMARY_BYTES);
     call_activity(sh, &p.activity_id, p.kind, state, &p.shown, &summary);

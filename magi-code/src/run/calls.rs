@@ -5,12 +5,15 @@
 //! run of consecutive read-class calls that need no approval runs concurrently, up to
 //! [`CONCURRENT_READS`] at a time.
 
-use super::batch::{Calls, HookInput, Slot, Wait};
+pub use super::batch::CallsNext;
+use super::batch::{Calls, Cell, Nested, Slot, Step, Todo, Wait};
 use super::call::{cancelled_run, over_activities, Prepared};
 use super::call::{complete, policy, start_call};
-use super::io::{AppendKind, End, HookEnd, Input, Output, Stored, ToolEnd, ToolJob};
+use super::hooks::{post_hook_ended, post_hooks, pre_hook_ended, pre_hooks, refused};
+use super::io::{AppendKind, CellJob, End, Input, Output, Stored, ToolEnd, ToolJob};
 use super::repeats::REPEATED;
 use super::shared::Shared;
+use crate::codemode::text::{check_size, ToolErrorCode};
 use crate::config::Policy;
 use crate::history::{Body, Item};
 use crate::mcp::Lost;
@@ -23,40 +26,10 @@ use protocol_core::limits::{
 };
 use protocol_core::ErrorCode;
 use serde_json::Value;
+use std::collections::VecDeque;
 
 /// Read-class calls that run unasked, at most this many at once (`runner.md` 2).
 pub const CONCURRENT_READS: usize = 4;
-/// Why a call a blocking `pre_tool` hook stopped did not run.
-pub const BLOCKED: &str = "blocked by a hook";
-/// The `pre_tool` exit status that blocks the call.
-pub const BLOCK_STATUS: i32 = 2;
-
-/// What comes after the calls' state changed.
-#[derive(Debug)]
-pub enum CallsNext {
-    /// They wait (for the driver, the client or the time).
-    Wait(Box<Calls>),
-    /// Every call is answered and the step's records are stored: the next step.
-    Stepped,
-    /// The run ends.
-    Finish(End),
-}
-
-/// Where the calls go next without waiting: a loop, not a chain of calls, so a step of
-/// thousands of calls that all end at once (refused, skipped) keeps a flat stack.
-#[derive(Debug, Clone, Copy)]
-enum Todo {
-    Batch,
-    Prepare,
-    Execute,
-    Complete,
-}
-
-/// One move of the calls: on to the next move, or out of the calls.
-enum Step {
-    Go(Box<Calls>, Todo),
-    Out(CallsNext),
-}
 
 /// Runs the moves until the calls wait or end.
 fn run(sh: &mut Shared, mut step: Step) -> CallsNext {
@@ -77,8 +50,27 @@ pub fn start_calls(
     step_items: Vec<Item>,
     list: Vec<(String, String, Value)>,
 ) -> CallsNext {
-    let repeated = list.iter().map(|c| sh.repeats.see(&c.1, &c.2)).collect();
-    let calls = Box::new(Calls {
+    let c = calls(step_items, list, None);
+    run(sh, Step::Go(c, Todo::Batch))
+}
+
+/// Runs one call a cell's code issued, through the pipeline of a direct call: answered
+/// with [`CallsNext::Answered`] (now or after its waits), never stored as a step.
+pub fn start_nested(sh: &mut Shared, from: Nested, name: String, input: Value) -> CallsNext {
+    let list = vec![(from.call_id.clone(), name, input)];
+    let c = calls(Vec::new(), list, Some(from));
+    run(sh, Step::Go(c, Todo::Batch))
+}
+
+/// The calls of `list`; each joins the turn's runaway row when its batch is formed, so a
+/// cell's nested calls join it right after their `exec` call, before the step's next calls.
+fn calls(
+    step_items: Vec<Item>,
+    list: Vec<(String, String, Value)>,
+    nested: Option<Nested>,
+) -> Box<Calls> {
+    let repeated = vec![None; list.len()];
+    Box::new(Calls {
         step_items,
         list,
         repeated,
@@ -92,8 +84,13 @@ pub fn start_calls(
         runs: Vec::new(),
         results: Vec::new(),
         wait: Wait::Nothing,
-    });
-    run(sh, Step::Go(calls, Todo::Batch))
+        nested,
+    })
+}
+
+/// Goes on with calls whose cell ended: `exec`'s outcome is in, the batch completes.
+pub fn resume(sh: &mut Shared, c: Box<Calls>) -> CallsNext {
+    run(sh, Step::Go(c, Todo::Complete))
 }
 
 /// Whether a call runs without asking: a read-class tool whose policy is `allow`, with an
@@ -110,13 +107,14 @@ fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
         return calls_done(sh, c);
     }
     let (at, len) = (c.at, c.list.len());
+    let first = repeated(sh, &mut c, at);
     let mut n = 1;
     while at + n < len
         && n < CONCURRENT_READS
-        && !c.repeated[at]
-        && !c.repeated[at + n]
+        && !first
         && runs_unasked(sh, &c.list[at])
         && runs_unasked(sh, &c.list[at + n])
+        && !repeated(sh, &mut c, at + n)
     {
         n += 1;
     }
@@ -128,49 +126,85 @@ fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     Step::Go(c, Todo::Prepare)
 }
 
+/// Whether call `i` repeats the row (counted on its first look, in the calls' order).
+fn repeated(sh: &mut Shared, c: &mut Calls, i: usize) -> bool {
+    let (_, name, input) = &c.list[i];
+    *c.repeated[i].get_or_insert_with(|| sh.repeats.see(name, input))
+}
+
 /// Prepares the batch's calls in order until one waits for the client or a hook.
 fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
+    let nested = c.nested.is_some();
     while c.slots.len() < c.n {
         let i = c.at + c.slots.len();
         let (call_id, name, input) = c.list[i].clone();
-        let record = sh.voice.record(Body::ToolCall {
-            run_id: sh.cfg.run_id.clone(),
-            call_id,
-            name: name.clone(),
-            input: input.clone(),
-        });
-        sh.records.push(record);
+        // A nested call's one record is its `code_call`, once it is answered.
+        if !nested {
+            let record = sh.voice.record(Body::ToolCall {
+                run_id: sh.cfg.run_id.clone(),
+                call_id,
+                name: name.clone(),
+                input: input.clone(),
+            });
+            sh.records.push(record);
+        }
         if sh.cancelled || !sh.take_activity() {
             c.slots.push(Slot::Skipped);
             continue;
         }
-        if c.n == 1 && c.repeated[i] {
-            let mut p = start_call(sh, name, input);
-            p.refused = Some(REPEATED.to_owned());
+        let mut p = start_call(sh, name, input, nested);
+        if let Some(repeat) = refused_first(&c, i, &mut p) {
             let run = complete(sh, p, None);
-            sh.voice.diagnostic(
+            if repeat {
+                sh.voice.diagnostic(
                     DiagnosticCode::RepeatedToolCall,
                     "the model asked for the same tool call with the same input 3 or more times in a row; it was not run",
                 );
+            }
             c.slots.push(Slot::Done(run));
             continue;
         }
-        let mut p = start_call(sh, name, input);
-        p.refused = sh.cfg.tools.check(&p.name, &p.input).err();
-        if p.refused.is_none() {
-            match policy(sh, &p.name) {
-                None => p.refused = Some("unknown tool".to_owned()),
-                Some(Policy::Deny) => p.refused = Some("denied by policy".to_owned()),
-                Some(Policy::Allow) => {}
-                Some(Policy::Ask) => return ask(sh, c, p),
-            }
+        match checked(sh, &mut p, nested) {
+            Some(Policy::Ask) => return ask(sh, c, p),
+            Some(Policy::Allow) => return pre_hooks(sh, c, p, 0),
+            _ => c.slots.push(Slot::Started(Box::new(p))),
         }
-        if p.refused.is_none() {
-            return pre_hooks(sh, c, p, 0);
-        }
-        c.slots.push(Slot::Started(Box::new(p)));
     }
     Step::Go(c, Todo::Execute)
+}
+
+/// Refuses a call before its schema and policy: a nested call its cell refused
+/// (unreachable, past `max_calls`), or a repeat of the runaway rule. `Some(true)` for a
+/// repeat, which is reported.
+fn refused_first(c: &Calls, i: usize, p: &mut Prepared) -> Option<bool> {
+    if let Some((why, code)) = c.nested.as_ref().and_then(|n| n.refuse.as_ref()) {
+        p.refuse(why, *code);
+        return Some(false);
+    }
+    (c.n == 1 && c.repeated[i] == Some(true)).then(|| {
+        p.refuse(REPEATED, ToolErrorCode::Limit);
+        true
+    })
+}
+
+/// The schema check, then the policy: `Some(Allow)` or `Some(Ask)` for a call that goes
+/// on, else `p` is refused.
+fn checked(sh: &Shared, p: &mut Prepared, nested: bool) -> Option<Policy> {
+    if let Err(why) = sh.cfg.tools.check(&p.name, &p.input) {
+        let code = if sh.cfg.tools.lookup(&p.name).is_none() {
+            ToolErrorCode::UnknownTool
+        } else {
+            ToolErrorCode::InvalidInput
+        };
+        p.refuse(&why, code);
+        return None;
+    }
+    match policy(sh, &p.name, nested) {
+        None => p.refuse("unknown tool", ToolErrorCode::UnknownTool),
+        Some(Policy::Deny) => p.refuse("denied by policy", ToolErrorCode::Denied),
+        allowed => return allowed,
+    }
+    None
 }
 
 fn ask(sh: &mut Shared, mut c: Box<Calls>, p: Prepared) -> Step {
@@ -193,42 +227,6 @@ fn ask(sh: &mut Shared, mut c: Box<Calls>, p: Prepared) -> Step {
     Step::Out(CallsNext::Wait(c))
 }
 
-/// Runs the `pre_tool` hooks matching the call from index `from`; when none is left the
-/// call is prepared.
-fn pre_hooks(sh: &mut Shared, mut c: Box<Calls>, mut p: Prepared, from: usize) -> Step {
-    let hooks = &sh.cfg.hooks.pre_tool;
-    if let Some(i) = (from..hooks.len()).find(|&i| hooks[i].matches(&p.name)) {
-        let stdin = HookInput {
-            event: "pre_tool",
-            input: &p.input,
-            ok: None,
-            session_id: &sh.cfg.session_id,
-            tool: &p.name,
-        };
-        sh.voice.queue.push_back(Output::Hook {
-            command: hooks[i].command.clone(),
-            stdin: stdin.bytes(),
-        });
-        c.wait = Wait::PreHook(i);
-        c.current = Some(p);
-        return Step::Out(CallsNext::Wait(c));
-    }
-    p.post = sh.cfg.hooks.post_tool.iter().any(|h| h.matches(&p.name));
-    c.slots.push(Slot::Started(Box::new(p)));
-    c.wait = Wait::Nothing;
-    Step::Go(c, Todo::Prepare)
-}
-
-/// A call the run refuses while preparing it (a denial, a blocking hook, cancellation).
-fn refused(mut c: Box<Calls>, why: &str) -> Step {
-    if let Some(mut p) = c.current.take() {
-        p.refused = Some(why.to_owned());
-        c.slots.push(Slot::Started(Box::new(p)));
-    }
-    c.wait = Wait::Nothing;
-    Step::Go(c, Todo::Prepare)
-}
-
 /// Every call of the batch is prepared: the ones that may run go to the driver (or to the
 /// client).
 fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
@@ -247,6 +245,11 @@ fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
                 let (name, input) = (p.name.clone(), p.input.clone());
                 return ask_client(sh, c, &name, &input);
             }
+            // `exec` runs its cell (never nested: a cell refuses `exec` as unreachable).
+            Some(ToolKind::Code) if single => {
+                let code = p.input["code"].as_str().unwrap_or_default().to_owned();
+                return start_cell(sh, c, code);
+            }
             Some(ToolKind::Builtin(_)) => {}
             Some(ToolKind::Task | ToolKind::Mcp) if single => {}
             _ => continue,
@@ -264,6 +267,41 @@ fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     sh.voice.queue.push_back(Output::Tools(jobs));
     c.wait = Wait::Tools(of);
     Step::Out(CallsNext::Wait(c))
+}
+
+/// Starts `exec`'s cell, whose nested calls and end come as inputs to `cell.rs`; code over
+/// 256 KiB never runs.
+fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
+    let refused = match (&sh.cfg.code, check_size(&code)) {
+        (_, Err(why)) => why,
+        (None, Ok(())) => "exec refused: Code Mode is off",
+        (Some(cfg), Ok(())) => {
+            let job = CellJob {
+                code,
+                tools: cfg.tools.clone(),
+                cpu_ms: cfg.cpu_ms,
+                memory_mib: cfg.memory_mib,
+                max_calls: cfg.max_calls,
+            };
+            let cell = Cell {
+                call_id: c.list[c.at].0.clone(),
+                started: sh.now,
+                timeout_ms: cfg.timeout_ms,
+                paused: 0,
+                paused_since: None,
+                interrupted: None,
+                issued: 0,
+                max_calls: cfg.max_calls,
+                inner: None,
+                queue: VecDeque::new(),
+            };
+            sh.voice.queue.push_back(Output::Cell(job));
+            c.wait = Wait::Cell(Box::new(cell));
+            return Step::Out(CallsNext::Wait(c));
+        }
+    };
+    c.outcomes[0] = Some(ToolOutcome::fail(refused));
+    Step::Go(c, Todo::Complete)
 }
 
 /// Asks the client to run its tool (at most the advertised `client_tool_timeout_ms`).
@@ -306,10 +344,14 @@ pub fn on_call_input(sh: &mut Shared, c: Box<Calls>, input: Input) -> CallsNext 
         {
             approved(sh, c, allow)
         }
-        (Input::Tick, Wait::Approval { .. }) if sh.cancelled => refused(c, "cancelled"),
-        (Input::Tick, Wait::Approval { deadline, .. }) if sh.now >= *deadline => {
-            refused(c, "denied by the user (the approval expired)")
+        (Input::Tick, Wait::Approval { .. }) if sh.cancelled => {
+            refused(c, "cancelled", ToolErrorCode::Cancelled)
         }
+        (Input::Tick, Wait::Approval { deadline, .. }) if sh.now >= *deadline => refused(
+            c,
+            "denied by the user (the approval expired)",
+            ToolErrorCode::Denied,
+        ),
         (Input::HookEnded(end), Wait::PreHook(i)) => {
             let i = *i;
             pre_hook_ended(sh, c, i, end)
@@ -337,42 +379,13 @@ pub fn on_call_input(sh: &mut Shared, c: Box<Calls>, input: Input) -> CallsNext 
 
 fn approved(sh: &mut Shared, mut c: Box<Calls>, allow: bool) -> Step {
     if !allow {
-        return refused(c, "denied by the user");
+        return refused(c, "denied by the user", ToolErrorCode::Denied);
     }
     c.wait = Wait::Nothing;
     match c.current.take() {
         Some(p) => pre_hooks(sh, c, p, 0),
         None => Step::Go(c, Todo::Prepare),
     }
-}
-
-fn pre_hook_ended(sh: &mut Shared, mut c: Box<Calls>, i: usize, end: HookEnd) -> Step {
-    match end {
-        HookEnd::Exit(0) => {}
-        HookEnd::Exit(BLOCK_STATUS) => return refused(c, BLOCKED),
-        HookEnd::Cancelled => return refused(c, "cancelled"),
-        end => hook_failed(sh, "pre_tool", &end),
-    }
-    match c.current.take() {
-        Some(p) => pre_hooks(sh, c, p, i + 1),
-        None => {
-            c.wait = Wait::Nothing;
-            Step::Go(c, Todo::Prepare)
-        }
-    }
-}
-
-/// The diagnostic never names the command or the input: either may hold a secret.
-fn hook_failed(sh: &mut Shared, event: &str, end: &HookEnd) {
-    let why = match end {
-        HookEnd::Exit(code) => format!("exit {code}"),
-        HookEnd::Failed(p) => p.clone(),
-        HookEnd::Cancelled => "cancelled".to_owned(),
-    };
-    sh.voice.diagnostic(
-        DiagnosticCode::HookFailed,
-        &format!("a {event} hook failed ({why})"),
-    );
 }
 
 fn tools_ended(sh: &mut Shared, mut c: Box<Calls>, ends: Vec<ToolEnd>) -> Step {
@@ -462,6 +475,9 @@ fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
         };
         c.runs.push(run);
     }
+    if let Some(from) = c.nested.take() {
+        return Step::Out(nested_answered(sh, &mut c, from));
+    }
     for ((call_id, _, _), run) in c.list[c.at..c.at + c.n].iter().zip(c.runs.drain(..)) {
         let record = sh.voice.record(Body::ToolResult {
             run_id: sh.cfg.run_id.clone(),
@@ -479,48 +495,53 @@ fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     Step::Go(c, Todo::Batch)
 }
 
-/// Runs the `post_tool` hooks matching the completed call from index `from`.
-fn post_hooks(sh: &mut Shared, mut c: Box<Calls>, from: usize, ok: bool) -> Step {
-    let hooks = &sh.cfg.hooks.post_tool;
-    let Some((name, input)) = &c.post else {
-        c.wait = Wait::Nothing;
-        return Step::Go(c, Todo::Complete);
-    };
-    if let Some(i) = (from..hooks.len()).find(|&i| hooks[i].matches(name)) {
-        let stdin = HookInput {
-            event: "post_tool",
-            input,
-            ok: Some(ok),
-            session_id: &sh.cfg.session_id,
-            tool: name,
-        };
-        sh.voice.queue.push_back(Output::Hook {
-            command: hooks[i].command.clone(),
-            stdin: stdin.bytes(),
+/// A nested call's one `code_call` record (in issue order, as calls run one at a time),
+/// and its answer for the cell.
+fn nested_answered(sh: &mut Shared, c: &mut Calls, from: Nested) -> CallsNext {
+    let run = c.runs.pop().unwrap_or_else(cancelled_run);
+    let (_, name, input) = c.list.pop().unwrap_or_default();
+    let record = sh.voice.record(Body::CodeCall {
+        run_id: sh.cfg.run_id.clone(),
+        call_id: from.call_id,
+        seq: from.seq,
+        name,
+        input,
+        output: run.output.clone(),
+        is_error: run.is_error,
+    });
+    sh.records.push(record);
+    CallsNext::Answered(run)
+}
+
+/// Ends a nested call in flight now, as cancelled (its cell ended under it): its final
+/// activity, a `client.tool.cancel` if the client runs it, and its `code_call` record.
+/// The caller holds the run cancelled meanwhile, so that a call not started is too.
+pub fn abandon(sh: &mut Shared, mut c: Box<Calls>) -> CallsNext {
+    if let Wait::Client { id, .. } = &c.wait {
+        let (session_id, run_id) = sh.voice.ids();
+        let call_id = id.clone();
+        sh.voice
+            .critical(Event::ClientToolCancel(ClientToolCancelData {
+                session_id,
+                run_id,
+                call_id,
+            }));
+    }
+    if c.done < c.n {
+        let p = c.current.take().or_else(|| match c.slots.pop() {
+            Some(Slot::Started(p)) => Some(*p),
+            _ => None,
         });
-        c.wait = Wait::PostHook { hook: i, ok };
-        return Step::Out(CallsNext::Wait(c));
+        c.slots = vec![p.map_or(Slot::Skipped, |mut p| {
+            p.refuse("cancelled", ToolErrorCode::Cancelled);
+            Slot::Started(Box::new(p))
+        })];
+        c.outcomes = vec![None];
+        c.done = 0;
     }
     c.post = None;
     c.wait = Wait::Nothing;
-    Step::Go(c, Todo::Complete)
-}
-
-fn post_hook_ended(sh: &mut Shared, c: Box<Calls>, hook: usize, ok: bool, end: HookEnd) -> Step {
-    match end {
-        HookEnd::Exit(0) => post_hooks(sh, c, hook + 1, ok),
-        // A cancelled run skips the rest.
-        HookEnd::Cancelled => {
-            let mut c = c;
-            c.post = None;
-            c.wait = Wait::Nothing;
-            Step::Go(c, Todo::Complete)
-        }
-        end => {
-            hook_failed(sh, "post_tool", &end);
-            post_hooks(sh, c, hook + 1, ok)
-        }
-    }
+    run(sh, Step::Go(c, Todo::Complete))
 }
 
 /// Every call is answered: the step goes into the conversation and its records are stored

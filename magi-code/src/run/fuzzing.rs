@@ -3,8 +3,12 @@
 //! never panic, must emit at most one [`Output::Finished`] and nothing after it, and once
 //! cancelled it must finish when its driver then answers honestly.
 
-use super::io::{Config, HookEnd, Input, Output, Policies, Stored, ToolEnd};
+use super::cell::reachable;
+use super::io::{CodeConfig, Config, HookEnd, Input, Output, Policies, Stored, ToolEnd};
 use super::machine::Run;
+use crate::codemode::decl::{exec_input_schema, exec_spec};
+use crate::codemode::text::{summary, CellState};
+use crate::config::code_mode::CodePolicies;
 use crate::config::{Hook, Hooks, Policy};
 use crate::history::compact::Snapshot;
 use crate::history::room::Room;
@@ -12,7 +16,8 @@ use crate::history::Item;
 use crate::mcp::Lost;
 use crate::providers::model::{StopReason, Usage};
 use crate::providers::{ModelEvent, StepFailure};
-use crate::tools::{ToolDetails, ToolOutcome, ToolRegistry};
+use crate::tools::{ToolDetails, ToolKind, ToolOutcome, ToolRegistry};
+use crate::util::schema;
 use crate::wire::events::MessageDeltaData;
 use protocol_core::{ClientToolDef, ErrorCode};
 use serde_json::{json, Value};
@@ -60,12 +65,45 @@ pub fn config(window: u64, hooks: Hooks) -> Config {
             client: Policy::Allow,
             mcp: Policy::Ask,
             task: Policy::Allow,
+            code: Policy::Allow,
         },
         hooks,
         tool_cards: true,
         cwd: PathBuf::from("/w"),
         left_out: None,
+        code: None,
     }
+}
+
+/// `cfg` with `exec` offered (class `code`, allowed directly) and Code Mode configured:
+/// nested calls under `policies`, at most `max_calls` a cell, `timeout_ms` of wall clock.
+#[must_use]
+pub fn with_code(
+    mut cfg: Config,
+    policies: CodePolicies,
+    max_calls: u32,
+    timeout_ms: u64,
+) -> Config {
+    let mut table: ToolRegistry = (*cfg.tools).clone();
+    let spec = exec_spec(table.specs());
+    table
+        .add(
+            spec,
+            ToolKind::Code,
+            schema::compile(&exec_input_schema()),
+            |_, input| summary(input["code"].as_str().unwrap_or_default()),
+        )
+        .expect("exec is a valid name, offered once");
+    cfg.code = Some(CodeConfig {
+        policies,
+        timeout_ms,
+        cpu_ms: 10_000,
+        memory_mib: 64,
+        max_calls,
+        tools: reachable(&table),
+    });
+    cfg.tools = Arc::new(table);
+    cfg
 }
 
 /// A successful tool outcome.
@@ -126,6 +164,12 @@ struct Fuzz {
     stored: u64,
     /// Tool calls streamed since the last step request.
     step_calls: usize,
+    /// A cell is out and has not been ended.
+    cell_open: bool,
+    /// Nested calls issued (their numbers).
+    code_calls: u64,
+    /// `exec` is offered: the tool not offered becomes a well-formed `exec` call.
+    code: bool,
 }
 
 impl Fuzz {
@@ -153,7 +197,11 @@ impl Fuzz {
                 Output::Tools(jobs) => self.pending = Some(Pending::Tools(jobs.len())),
                 Output::OpenApproval(id) => self.approvals.push(id),
                 Output::OpenClientCall(id) => self.calls.push(id),
-                Output::Event(_) | Output::Delta { .. } => {}
+                Output::Cell(_) => self.cell_open = true,
+                Output::Event(_)
+                | Output::Delta { .. }
+                | Output::CodeAnswer { .. }
+                | Output::Interrupt(_) => {}
             }
         }
     }
@@ -165,6 +213,10 @@ impl Fuzz {
             Input::StepEnded(_) => Pending::Step,
             Input::SummaryEnded(_) => Pending::Summary,
             Input::HookEnded(_) => Pending::Hook,
+            Input::CellEnded { .. } => {
+                self.cell_open = false;
+                return;
+            }
             Input::ToolsEnded(_) => match self.pending {
                 Some(Pending::Tools(n)) => Pending::Tools(n),
                 _ => return,
@@ -202,7 +254,7 @@ impl Fuzz {
             StepFailure::ContextOverflow,
             StepFailure::Remote,
         ];
-        match d.byte() % 22 {
+        match d.byte() % 24 {
             0..=2 => Input::Appended(Ok(self.stored())),
             3 => Input::Appended(Err(ErrorCode::PersistenceFailed)),
             4 => Input::Model(ModelEvent::TextDelta(d.text())),
@@ -257,7 +309,44 @@ impl Fuzz {
                 part: u64::from(d.byte()),
                 text: d.text(),
             }),
+            22 => self.code_call(d),
+            23 => Input::CellEnded {
+                state: [
+                    CellState::Completed,
+                    CellState::Failed,
+                    CellState::TimedOut,
+                    CellState::OutOfMemory,
+                    CellState::Cancelled,
+                ][usize::from(d.byte() % 5)],
+                output: d.text(),
+                calls: u32::from(d.byte()),
+                elapsed_ms: u64::from(d.byte()) * 100,
+            },
             _ => Input::Model(model_misc(d)),
+        }
+    }
+
+    /// A nested call of the cell (or of none), to a tool reachable or not.
+    fn code_call(&mut self, d: &mut Bytes<'_>) -> Input {
+        let names = [
+            "read_file",
+            "write_file",
+            "shell",
+            CLIENT_TOOL,
+            "exec",
+            "nope",
+        ];
+        self.code_calls += 1;
+        let name = names[usize::from(d.byte()) % names.len()];
+        let input = match d.byte() % 3 {
+            0 => json!({"path": "a"}),
+            1 => json!({"command": "ls"}),
+            _ => Value::String(d.text()),
+        };
+        Input::CodeCall {
+            call: self.code_calls,
+            name: name.into(),
+            input,
         }
     }
 
@@ -270,15 +359,18 @@ impl Fuzz {
             CLIENT_TOOL,
             "nope",
             "grep",
+            "exec",
         ];
         self.step_calls += 1;
         let name = names[usize::from(d.byte()) % names.len()];
-        let input = match d.byte() % 5 {
-            0 => json!({"path": "a"}),
-            1 => json!({"path": "a", "content": d.text()}),
-            2 => Value::String(d.text()),
-            3 => json!({"command": "ls"}),
-            _ => json!({"pattern": d.text()}),
+        let (name, input) = match d.byte() % 6 {
+            _ if self.code && name == "nope" => ("exec", json!({"code": d.text()})),
+            5 => (name, json!({"code": d.text()})),
+            0 => (name, json!({"path": "a"})),
+            1 => (name, json!({"path": "a", "content": d.text()})),
+            2 => (name, Value::String(d.text())),
+            3 => (name, json!({"command": "ls"})),
+            _ => (name, json!({"pattern": d.text()})),
         };
         Input::Model(ModelEvent::ToolCall {
             call_id: format!("c{}", d.byte()),
@@ -342,30 +434,8 @@ impl Fuzz {
 pub fn drive(data: &[u8]) {
     let mut d = Bytes { data, at: 0 };
     let flags = d.byte();
-    let window = if flags & 1 == 1 { 10_000 } else { 200_000 };
-    let hooks = if flags & 2 == 2 {
-        let hook = |command: &str| Hook {
-            command: command.into(),
-            tools: Some(vec!["write_file".into(), "read_file".into()]),
-        };
-        Hooks {
-            pre_tool: vec![hook("pre")],
-            post_tool: vec![hook("post")],
-        }
-    } else {
-        Hooks::default()
-    };
-    let mut cfg = config(window, hooks);
-    if flags & 4 == 4 {
-        cfg.history.after = vec![
-            Item::User { text: "q".into() },
-            Item::Assistant { text: "a".into() },
-        ];
-        cfg.history.last_input_tokens = Some(u64::from(flags) * 40);
-    }
-    cfg.quiet = flags & 8 == 8;
     let mut f = Fuzz {
-        run: Run::new(cfg),
+        run: Run::new(fuzz_config(flags)),
         now: 0,
         pending: None,
         finished: 0,
@@ -373,6 +443,9 @@ pub fn drive(data: &[u8]) {
         calls: Vec::new(),
         stored: 0,
         step_calls: 0,
+        cell_open: false,
+        code_calls: 0,
+        code: flags & 32 == 32,
     };
     // Inputs before the start are ignored.
     if flags & 16 == 16 {
@@ -389,27 +462,78 @@ pub fn drive(data: &[u8]) {
         std::hint::black_box((f.run.stop_streaming(), f.run.output_lost()));
     }
     f.feed(Input::Cancel);
-    for _ in 0..1_000 {
-        if f.finished > 0 {
-            break;
-        }
-        if let Some(p) = f.pending.take() {
-            let input = f.honest(p);
-            f.feed(input);
-        } else if let Some(w) = f.run.waiting() {
-            // A cancelled run ends its waits at once: a wait that outlives it is a bug.
-            panic!("still waiting for {w:?} after the cancel");
-        } else {
-            panic!(
-                "stuck in {:?}: nothing asked, nothing awaited",
-                f.run.state()
-            );
-        }
-    }
+    f.end_honestly();
     assert_eq!(f.finished, 1, "no Finished after the cancel");
     f.feed(Input::Tick);
     f.run.start(f.now);
     f.drain();
+}
+
+/// The run's configuration from the flags byte: a small window (1), hooks (2), an earlier
+/// conversation (4), quiet (8), `exec` offered (32).
+fn fuzz_config(flags: u8) -> Config {
+    let window = if flags & 1 == 1 { 10_000 } else { 200_000 };
+    let hooks = if flags & 2 == 2 {
+        let hook = |command: &str| Hook {
+            command: command.into(),
+            tools: Some(vec!["write_file".into(), "read_file".into()]),
+        };
+        Hooks {
+            pre_tool: vec![hook("pre")],
+            post_tool: vec![hook("post")],
+        }
+    } else {
+        Hooks::default()
+    };
+    let mut cfg = config(window, hooks);
+    if flags & 32 == 32 {
+        let code = CodePolicies {
+            shell: Policy::Allow,
+            ..CodePolicies::default()
+        };
+        cfg = with_code(cfg, code, 3, 5_000);
+    }
+    if flags & 4 == 4 {
+        cfg.history.after = vec![
+            Item::User { text: "q".into() },
+            Item::Assistant { text: "a".into() },
+        ];
+        cfg.history.last_input_tokens = Some(u64::from(flags) * 40);
+    }
+    cfg.quiet = flags & 8 == 8;
+    cfg
+}
+
+impl Fuzz {
+    /// After the cancel, answers what the run asked for honestly until it finishes.
+    fn end_honestly(&mut self) {
+        for _ in 0..1_000 {
+            if self.finished > 0 {
+                return;
+            }
+            if let Some(p) = self.pending.take() {
+                let input = self.honest(p);
+                self.feed(input);
+            } else if self.cell_open {
+                // The interrupted helper reports the end.
+                self.feed(Input::CellEnded {
+                    state: CellState::Cancelled,
+                    output: String::new(),
+                    calls: 0,
+                    elapsed_ms: 0,
+                });
+                self.cell_open = false;
+            } else if let Some(w) = self.run.waiting() {
+                // A cancelled run ends its waits at once: a wait that outlives it is a bug.
+                panic!("still waiting for {w:?} after the cancel");
+            } else {
+                panic!(
+                    "stuck in {:?}: nothing asked, nothing awaited",
+                    self.run.state()
+                );
+            }
+        }
+    }
 }
 
 /// A usage, a reasoning summary, a provider item or a stop.
@@ -445,6 +569,28 @@ mod tests {
             &[0xff; 64],
         ] {
             super::drive(b);
+        }
+    }
+
+    /// Runs with `exec` offered (flag 32), on inputs from a fixed generator: cells started,
+    /// nested calls, ends and interrupts in any order keep the fuzz invariants.
+    #[test]
+    fn random_inputs_with_code_mode_do_not_panic() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..6_000 {
+            let data: Vec<u8> = (0..240)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if i == 0 {
+                        (x as u8 & !16) | 32
+                    } else {
+                        (x >> 24) as u8
+                    }
+                })
+                .collect();
+            super::drive(&data);
         }
     }
 

@@ -2,6 +2,8 @@
 //! states and the small facts they carry. Types only.
 
 use super::outcome::Finished;
+use crate::codemode::text::{CellState, ToolErrorCode};
+use crate::config::code_mode::CodePolicies;
 use crate::config::{Hooks, Policy};
 use crate::history::compact::Snapshot;
 use crate::history::room::Room;
@@ -31,6 +33,64 @@ pub struct Policies {
     pub mcp: Policy,
     /// `task`.
     pub task: Policy,
+    /// `exec`, called directly (`tools.code`).
+    pub code: Policy,
+}
+
+/// One tool reachable from code: what `ALL_TOOLS` and `describe(name)` show of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellTool {
+    /// The tool's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its one-line TypeScript declaration (`codemode::decl::declaration`).
+    pub declaration: String,
+}
+
+/// Code Mode for a run that offers `exec` (`code-mode.md` 2).
+#[derive(Debug, Clone)]
+pub struct CodeConfig {
+    /// The policies of nested calls (`code_mode.tools`), never [`Policies`].
+    pub policies: CodePolicies,
+    /// A cell's wall clock, approval waits not counted.
+    pub timeout_ms: u64,
+    /// A cell's engine CPU time.
+    pub cpu_ms: u64,
+    /// A cell's engine heap.
+    pub memory_mib: u32,
+    /// Nested calls per cell.
+    pub max_calls: u32,
+    /// The tools reachable from code: every tool of the run's table but `exec`.
+    pub tools: Vec<CellTool>,
+}
+
+/// One cell for the driver to run in the helper: then [`Input::CodeCall`] for each nested
+/// call and [`Input::CellEnded`] once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellJob {
+    /// The code as the model sent it (the helper takes its fence off).
+    pub code: String,
+    /// What `tools`, `ALL_TOOLS` and `describe` reach.
+    pub tools: Vec<CellTool>,
+    /// Engine CPU time.
+    pub cpu_ms: u64,
+    /// Engine heap.
+    pub memory_mib: u32,
+    /// Nested calls per cell.
+    pub max_calls: u32,
+}
+
+/// What a nested call gives the code: its output, or the `ToolError`'s code and message.
+pub type CodeResult = Result<String, (ToolErrorCode, String)>;
+
+/// Why the machine asks the driver to interrupt the running cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptReason {
+    /// The cell's wall clock (`timeout_ms`, approval waits not counted) ran out.
+    Timeout,
+    /// `turn.cancel`, shutdown or EOF.
+    Cancel,
 }
 
 /// Everything a run is started with; nothing in it is read from outside later.
@@ -72,6 +132,8 @@ pub struct Config {
     pub cwd: PathBuf,
     /// A `mcp_tools_left_out` summary to report once the input is stored.
     pub left_out: Option<String>,
+    /// Code Mode, when the run offers `exec`.
+    pub code: Option<CodeConfig>,
 }
 
 /// Which records an [`Output::Append`] carries: the driver reports what the machine needs of
@@ -180,6 +242,18 @@ pub enum Output {
     },
     /// Run these tools (concurrently when several), then [`Input::ToolsEnded`] in order.
     Tools(Vec<ToolJob>),
+    /// Start this cell; it ends with [`Input::CellEnded`].
+    Cell(CellJob),
+    /// The answer to nested call `call` of the running cell: its output, or the
+    /// `ToolError` it throws.
+    CodeAnswer {
+        /// The call, as [`Input::CodeCall`] named it.
+        call: u64,
+        /// The output text, or the error's code and message.
+        result: CodeResult,
+    },
+    /// Interrupt the running cell; it still ends with [`Input::CellEnded`].
+    Interrupt(InterruptReason),
     /// The run's terminal facts: nothing follows.
     Finished(Finished),
 }
@@ -208,6 +282,26 @@ pub enum Input {
     ToolsEnded(Vec<ToolEnd>),
     /// The last [`Output::Hook`] ended.
     HookEnded(HookEnd),
+    /// The running cell's code called a tool (answered by [`Output::CodeAnswer`]).
+    CodeCall {
+        /// The helper's number for the call, echoed in the answer.
+        call: u64,
+        /// The tool's name as the code spelled it.
+        name: String,
+        /// Its input.
+        input: Value,
+    },
+    /// The running cell ended.
+    CellEnded {
+        /// How.
+        state: CellState,
+        /// Its output lines (console, `text()`, the returned value or the error), LF-joined.
+        output: String,
+        /// Nested calls the code issued, refused ones included.
+        calls: u32,
+        /// From its start to its end, approval waits included.
+        elapsed_ms: u64,
+    },
     /// The client answered approval `approval_id`.
     Approval {
         /// The approval.

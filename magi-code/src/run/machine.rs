@@ -4,6 +4,7 @@
 
 use super::batch::Calls;
 use super::calls::{self, CallsNext};
+use super::cell;
 use super::compacting::{self, CompactNext, Compaction};
 use super::compaction::{Compacted, Compactor};
 use super::content::Content;
@@ -197,7 +198,11 @@ impl Run {
                 self.after_compaction(next)
             }
             (Phase::Calls(c), input) => {
-                let next = calls::on_call_input(sh, c, input);
+                let next = if c.in_cell() {
+                    cell::on_input(sh, c, input)
+                } else {
+                    calls::on_call_input(sh, c, input)
+                };
                 self.after_calls(next)
             }
             (phase, _) => phase,
@@ -315,6 +320,8 @@ impl Run {
                 self.after_step(next)
             }
             CallsNext::Finish(end) => self.finish(end),
+            // Only a cell's nested batch answers so; the run's own never does.
+            CallsNext::Answered(_) => self.finish(End::Failed(ErrorCode::ExecutionFailed)),
         }
     }
 

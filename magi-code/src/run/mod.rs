@@ -7,11 +7,13 @@
 pub mod batch;
 pub mod call;
 pub mod calls;
+pub mod cell;
 pub mod compacting;
 pub mod compaction;
 pub mod content;
 #[cfg(any(test, feature = "testing"))]
 pub mod fuzzing;
+pub mod hooks;
 pub mod io;
 pub mod machine;
 pub mod outcome;
@@ -25,8 +27,8 @@ pub mod voice;
 mod tests;
 
 pub use io::{
-    AppendKind, Config, End, HookEnd, Input, Output, Policies, State, StepRequest, Stored, ToolEnd,
-    ToolJob, Waiting,
+    AppendKind, CellJob, CellTool, CodeConfig, CodeResult, Config, End, HookEnd, Input,
+    InterruptReason, Output, Policies, State, StepRequest, Stored, ToolEnd, ToolJob, Waiting,
 };
 pub use machine::Run;
 pub use outcome::{Finished, Persistence, RunOutcome};

@@ -27,6 +27,8 @@ pub enum ToolClass {
     Mcp,
     /// `task`: runs a subagent (`runner.md` 7).
     Task,
+    /// `exec`: runs a Code Mode cell (`code-mode.md` 2, `tools.code`).
+    Code,
 }
 
 /// What a tool run produced.

@@ -30,6 +30,9 @@ pub enum ToolKind {
     Client,
     /// A tool of an MCP server, called through the hub (policy class `mcp`).
     Mcp,
+    /// `exec` (Code Mode): a cell runs its code, whose nested calls come back to the run
+    /// machine (class `code`).
+    Code,
 }
 
 impl ToolKind {
@@ -41,6 +44,7 @@ impl ToolKind {
             Self::Task => ToolClass::Task,
             Self::Client => ToolClass::Client,
             Self::Mcp => ToolClass::Mcp,
+            Self::Code => ToolClass::Code,
         }
     }
 }

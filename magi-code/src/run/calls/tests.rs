@@ -29,11 +29,13 @@ fn config() -> Config {
             client: Policy::Ask,
             mcp: Policy::Ask,
             task: Policy::Allow,
+            code: Policy::Allow,
         },
         hooks: Hooks::default(),
         tool_cards: true,
         cwd: "/w".into(),
         left_out: None,
+        code: None,
     }
 }
 

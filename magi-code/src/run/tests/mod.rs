@@ -1,9 +1,11 @@
 //! The run machine on a virtual clock: a test driver plays the real driver's part
 //! (`agent::drive`), answering each output, keeping the appended records as the store.
 
+mod code;
 mod edges;
 mod props;
 
+use crate::codemode::text::CellState;
 use crate::config::Hooks;
 use crate::history::room::Room;
 use crate::history::{Body, Item, Record, Replay};
@@ -11,8 +13,8 @@ use crate::providers::model::{ModelRequest, Thinking, Usage};
 use crate::providers::{anthropic, openai_chat, openai_responses, ModelEvent, StepFailure};
 use crate::run::fuzzing::{config, ran};
 use crate::run::{
-    AppendKind, Config, Finished, HookEnd, Input, Output, Run, State, StepRequest, Stored, ToolEnd,
-    ToolJob,
+    AppendKind, CellJob, CodeResult, Config, Finished, HookEnd, Input, InterruptReason, Output,
+    Run, State, StepRequest, Stored, ToolEnd, ToolJob,
 };
 use crate::tools::ToolOutcome;
 use crate::wire::Event;
@@ -40,6 +42,20 @@ pub struct Harness {
     pub requests: Vec<StepRequest>,
     /// The tool jobs run.
     pub jobs: Vec<ToolJob>,
+    /// Leave tool jobs unanswered (the test feeds `ToolsEnded` itself).
+    pub hold_tools: bool,
+    /// The exit status every hook ends with (until the cancel).
+    pub hook_status: i32,
+    /// The cells started, the answers to their nested calls and the interrupts asked for:
+    /// the test plays the helper.
+    pub cells: Vec<CellJob>,
+    pub answers: Vec<(u64, CodeResult)>,
+    pub interrupts: Vec<InterruptReason>,
+    /// Play the helper: each cell's code issues these calls at once, ends `completed` once
+    /// all are answered, and ends at once on an interrupt.
+    pub helper: Option<Vec<(String, Value)>>,
+    /// The open cell's first answer's index and its calls.
+    open_cell: Option<(usize, u32)>,
     pub fail: FailAppend,
     /// The room each successful append reports.
     pub room: Room,
@@ -73,6 +89,13 @@ impl Harness {
             script: script.into(),
             requests: Vec::new(),
             jobs: Vec::new(),
+            hold_tools: false,
+            hook_status: 0,
+            cells: Vec::new(),
+            answers: Vec::new(),
+            interrupts: Vec::new(),
+            helper: None,
+            open_cell: None,
             fail: Box::new(|_, _| None),
             room: Room::unbounded(),
             inputs: 0,
@@ -198,28 +221,28 @@ impl Harness {
                     };
                     self.feed(Input::SummaryEnded(r));
                 }
-                Output::Tools(jobs) => {
-                    let ends = jobs
-                        .iter()
-                        .map(|j| ToolEnd {
-                            outcome: Some(if self.cancelled() {
-                                ToolOutcome::fail("cancelled")
-                            } else {
-                                ran(&format!("out of {}", j.name))
-                            }),
-                            lost: None,
-                        })
-                        .collect();
-                    self.jobs.extend(jobs);
-                    self.feed(Input::ToolsEnded(ends));
-                }
+                Output::Tools(jobs) if self.hold_tools => self.jobs.extend(jobs),
+                Output::Tools(jobs) => self.tools(jobs),
                 Output::Hook { .. } => {
                     let end = if self.cancelled() {
                         HookEnd::Cancelled
                     } else {
-                        HookEnd::Exit(0)
+                        HookEnd::Exit(self.hook_status)
                     };
                     self.feed(Input::HookEnded(end));
+                }
+                Output::Cell(job) => self.cell(job),
+                Output::CodeAnswer { call, result } => {
+                    self.answers.push((call, result));
+                    self.helper_answered();
+                }
+                Output::Interrupt(why) => {
+                    self.interrupts.push(why);
+                    let state = match why {
+                        InterruptReason::Timeout => CellState::TimedOut,
+                        InterruptReason::Cancel => CellState::Cancelled,
+                    };
+                    self.end_cell(state);
                 }
                 Output::Event(_)
                 | Output::Delta { .. }
@@ -228,6 +251,61 @@ impl Harness {
                 | Output::Finished(_) => {}
             }
         }
+    }
+
+    /// A cell starts; the helper, if played, issues its calls.
+    fn cell(&mut self, job: CellJob) {
+        self.cells.push(job);
+        let Some(calls) = self.helper.clone() else {
+            return;
+        };
+        self.open_cell = Some((self.answers.len(), calls.len() as u32));
+        for (n, (name, input)) in calls.into_iter().enumerate() {
+            self.feed(Input::CodeCall {
+                call: n as u64,
+                name,
+                input,
+            });
+        }
+        self.helper_answered();
+    }
+
+    /// The played helper ends its cell once every call is answered.
+    fn helper_answered(&mut self) {
+        if let Some((from, n)) = self.open_cell {
+            if self.answers.len() - from >= n as usize {
+                self.end_cell(CellState::Completed);
+            }
+        }
+    }
+
+    /// The played helper's cell ends in `state`.
+    fn end_cell(&mut self, state: CellState) {
+        if let Some((_, calls)) = self.open_cell.take() {
+            self.feed(Input::CellEnded {
+                state,
+                output: String::new(),
+                calls,
+                elapsed_ms: 0,
+            });
+        }
+    }
+
+    /// Runs the jobs at once: each succeeds, or ends cancelled once the run is.
+    fn tools(&mut self, jobs: Vec<ToolJob>) {
+        let ends = jobs
+            .iter()
+            .map(|j| ToolEnd {
+                outcome: Some(if self.cancelled() {
+                    ToolOutcome::fail("cancelled")
+                } else {
+                    ran(&format!("out of {}", j.name))
+                }),
+                lost: None,
+            })
+            .collect();
+        self.jobs.extend(jobs);
+        self.feed(Input::ToolsEnded(ends));
     }
 
     /// The terminal facts, if out.

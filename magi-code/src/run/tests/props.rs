@@ -3,12 +3,14 @@
 //! of `runner.md` 2 and 5 and of `run.finished` hold for each.
 
 use super::{call, calls_answered, replay_valid, text, usage, valid_request, Harness};
+use crate::config::code_mode::CodePolicies;
 use crate::config::{Hook, Hooks};
 use crate::history::projection::Projection;
 use crate::history::room::Room;
 use crate::history::RunOutcome;
+use crate::history::{Body, Record};
 use crate::providers::ModelEvent;
-use crate::run::fuzzing::{config, CLIENT_TOOL};
+use crate::run::fuzzing::{config, with_code, CLIENT_TOOL};
 use crate::run::{AppendKind, Input, Output, Persistence, State, Waiting};
 use proptest::prelude::*;
 use protocol_core::ErrorCode;
@@ -27,6 +29,8 @@ enum Kind {
     Bad,
     /// The client's tool.
     Client,
+    /// `exec`: its cell reads, writes (asks) and calls a tool not offered.
+    Exec,
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
@@ -36,6 +40,7 @@ fn kind() -> impl Strategy<Value = Kind> {
         1 => Just(Kind::Unknown),
         1 => Just(Kind::Bad),
         1 => Just(Kind::Client),
+        1 => Just(Kind::Exec),
     ]
 }
 
@@ -113,6 +118,7 @@ fn script(steps: &[Step]) -> Vec<Vec<ModelEvent>> {
                     Kind::Bad if i % 2 == 0 => call(&id, "read_file", json!("{not json")),
                     Kind::Bad => call(&id, "read_file", json!({"path": 5})),
                     Kind::Client => call(&id, CLIENT_TOOL, json!({"n": i})),
+                    Kind::Exec => call(&id, "exec", json!({"code": format!("return {i}")})),
                 });
             }
             if let Some(t) = st.usage {
@@ -138,7 +144,13 @@ fn play(p: &Plan) -> (Harness, usize) {
         Hooks::default()
     };
     let window = if p.small_window { 10_000 } else { 200_000 };
-    let mut h = Harness::new(config(window, hooks), script(&p.steps));
+    let cfg = with_code(config(window, hooks), CodePolicies::default(), 200, 300_000);
+    let mut h = Harness::new(cfg, script(&p.steps));
+    h.helper = Some(vec![
+        ("read_file".into(), json!({"path": "c"})),
+        ("write_file".into(), json!({"path": "w", "content": "code"})),
+        ("no_such_tool".into(), json!({})),
+    ]);
     h.room = match p.room {
         0 => Room::unbounded(),
         1 => Room::left_by(&Projection::default()),
@@ -198,6 +210,7 @@ fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
     // A write runs only when allowed.
     let writes = h.jobs.iter().filter(|j| j.name == "write_file").count();
     prop_assert!(writes <= allowed, "{writes} writes ran, {allowed} allowed");
+    code_calls_in_order(&h.store).map_err(TestCaseError::fail)?;
     let finished = h.finished();
     if h.crashed {
         prop_assert!(finished.len() <= 1);
@@ -238,6 +251,42 @@ fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
             after <= bound,
             "{after} inputs after the cancel, bound {bound} (plan {p:?})"
         );
+    }
+    Ok(())
+}
+
+/// Each cell's `code_call` records come after its `exec` call, `seq` from 0 without gaps;
+/// a cell whose `exec` has its result has one record per call its code issued.
+fn code_calls_in_order(store: &[Record]) -> Result<(), String> {
+    let mut seqs: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for r in store {
+        match &r.body {
+            Body::ToolCall { call_id, name, .. } if name == "exec" => {
+                seqs.insert(call_id, 0);
+            }
+            Body::CodeCall { call_id, seq, .. } => {
+                let next = seqs
+                    .get_mut(call_id.as_str())
+                    .ok_or_else(|| format!("code_call of {call_id} before its exec"))?;
+                if *seq != *next {
+                    return Err(format!("{call_id}: seq {seq}, expected {next}"));
+                }
+                *next += 1;
+            }
+            Body::ToolResult {
+                call_id, output, ..
+            } if seqs.contains_key(call_id.as_str()) => {
+                let n = seqs[call_id.as_str()];
+                let cell = output.starts_with("exec ");
+                if cell
+                    && !output.starts_with("exec refused")
+                    && !output.contains(&format!("s, {n} tool calls"))
+                {
+                    return Err(format!("{call_id}: {n} records for {output:?}"));
+                }
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

@@ -1,0 +1,213 @@
+//! A Code Mode cell as the wait of its `exec` call (`code-mode.md` 4): the nested calls its
+//! code issues, each run through the direct calls' pipeline (`calls::start_nested`) one at
+//! a time in issue order, later ones queued; its wall clock, which stops while a nested call
+//! awaits its approval; its interrupt on timeout or cancellation; and its end, which becomes
+//! `exec`'s outcome before the batch completes as usual.
+
+use super::batch::{Calls, CallsNext, Cell, Nested, Wait};
+use super::call::ToolRun;
+use super::calls;
+use super::io::CellTool;
+use super::io::{CodeResult, Input, InterruptReason, Output};
+use super::shared::Shared;
+use crate::codemode::decl::{declaration, DESCRIBE_BYTES, EXEC};
+use crate::codemode::text::{result_text, CellState, ToolErrorCode};
+use crate::tools::{ToolDetails, ToolKind, ToolOutcome, ToolRegistry};
+
+/// The tools a cell reaches in `table` (`CodeConfig::tools`): every one but `exec`, in name
+/// order (`ALL_TOOLS`'s), each with its `describe` declaration.
+#[must_use]
+pub fn reachable(table: &ToolRegistry) -> Vec<CellTool> {
+    let mut tools: Vec<CellTool> = table
+        .specs()
+        .iter()
+        .filter(|s| s.name != EXEC && table.lookup(&s.name) != Some(ToolKind::Code))
+        .map(|s| CellTool {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            declaration: declaration(s, DESCRIBE_BYTES),
+        })
+        .collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools
+}
+
+/// Acts on `input` for calls that wait for their cell (others go to `calls`).
+pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
+    let Wait::Cell(mut cell) = std::mem::replace(&mut c.wait, Wait::Nothing) else {
+        return calls::on_call_input(sh, c, input);
+    };
+    interrupt_if_due(sh, &mut cell);
+    match input {
+        Input::CellEnded {
+            state,
+            output,
+            calls,
+            elapsed_ms,
+        } => {
+            drain(sh, &mut cell);
+            let lines = if output.is_empty() {
+                Vec::new()
+            } else {
+                vec![output]
+            };
+            let text = result_text(state, elapsed_ms, u64::from(calls), &lines);
+            if let Some(o) = c.outcomes.first_mut() {
+                *o = Some(ToolOutcome {
+                    ok: state == CellState::Completed,
+                    summary: state.line().to_owned(),
+                    output: text,
+                    details: ToolDetails::None,
+                });
+            }
+            return calls::resume(sh, c);
+        }
+        Input::CodeCall { call, name, input } => cell.queue.push_back((call, name, input)),
+        input @ (Input::Tick
+        | Input::Approval { .. }
+        | Input::HookEnded(_)
+        | Input::ToolsEnded(_)
+        | Input::ClientResult { .. }) => route(sh, &mut cell, input),
+        _ => {}
+    }
+    issue(sh, &mut cell);
+    c.wait = Wait::Cell(cell);
+    CallsNext::Wait(c)
+}
+
+/// Runs `f` with the run held cancelled when `cancel`: a nested call of an interrupted
+/// cell is cut short exactly as `turn.cancel` cuts a direct one.
+fn held<T>(sh: &mut Shared, cancel: bool, f: impl FnOnce(&mut Shared) -> T) -> T {
+    let was = sh.cancelled;
+    sh.cancelled |= cancel;
+    let t = f(sh);
+    sh.cancelled = was;
+    t
+}
+
+/// Asks for the interrupt once, on cancellation or when the wall clock (approval waits not
+/// counted) has run out, and cancels the nested call's waits.
+fn interrupt_if_due(sh: &mut Shared, cell: &mut Cell) {
+    if cell.interrupted.is_some() {
+        return;
+    }
+    let end = cell
+        .started
+        .saturating_add(cell.timeout_ms)
+        .saturating_add(cell.paused);
+    let why = if sh.cancelled {
+        InterruptReason::Cancel
+    } else if cell.paused_since.is_none() && sh.now >= end {
+        InterruptReason::Timeout
+    } else {
+        return;
+    };
+    cell.interrupted = Some(why);
+    sh.push(Output::Interrupt(why));
+    route(sh, cell, Input::Tick);
+}
+
+/// Hands an input to the nested call in flight, if any.
+fn route(sh: &mut Shared, cell: &mut Cell, input: Input) {
+    let Some((call, inner)) = cell.inner.take() else {
+        return;
+    };
+    let next = held(sh, cell.interrupted.is_some(), |sh| {
+        calls::on_call_input(sh, inner, input)
+    });
+    settle(sh, cell, call, next, true);
+}
+
+/// Starts the queued calls in issue order while none is in flight.
+fn issue(sh: &mut Shared, cell: &mut Cell) {
+    while cell.inner.is_none() {
+        let Some((call, name, input)) = cell.queue.pop_front() else {
+            return;
+        };
+        let next = start(sh, cell, name, input, cell.interrupted.is_some());
+        settle(sh, cell, call, next, true);
+    }
+}
+
+/// Starts the cell's next call, `seq` in issue order.
+fn start(
+    sh: &mut Shared,
+    cell: &mut Cell,
+    name: String,
+    input: serde_json::Value,
+    cancel: bool,
+) -> CallsNext {
+    let seq = cell.issued;
+    cell.issued += 1;
+    let from = Nested {
+        call_id: cell.call_id.clone(),
+        seq,
+        refuse: refusal(sh, cell.max_calls, seq, &name),
+    };
+    held(sh, cancel, |sh| calls::start_nested(sh, from, name, input))
+}
+
+/// Why the cell refuses call `seq` to `name` before its policy: past `max_calls`, or not
+/// reachable from code (`exec` itself, or a tool the cell's list leaves out).
+fn refusal(sh: &Shared, max_calls: u32, seq: u64, name: &str) -> Option<(String, ToolErrorCode)> {
+    if seq >= u64::from(max_calls) {
+        let why = format!("limit: a cell makes at most {max_calls} tool calls");
+        return Some((why, ToolErrorCode::Limit));
+    }
+    let reachable = sh
+        .cfg
+        .code
+        .as_ref()
+        .is_some_and(|c| c.tools.iter().any(|t| t.name == name));
+    let code = sh.cfg.tools.lookup(name) == Some(ToolKind::Code);
+    (name == EXEC || code || !reachable)
+        .then(|| ("unknown tool".to_owned(), ToolErrorCode::UnknownTool))
+}
+
+/// Keeps the nested call in flight, or answers the code; then the clock's pause follows
+/// whether that call awaits its approval.
+fn settle(sh: &mut Shared, cell: &mut Cell, call: u64, next: CallsNext, answer: bool) {
+    match next {
+        CallsNext::Wait(inner) => cell.inner = Some((call, inner)),
+        CallsNext::Answered(run) if answer => sh.push(Output::CodeAnswer {
+            call,
+            result: answered(run),
+        }),
+        // A one-call batch of a cell neither steps nor ends the run.
+        CallsNext::Answered(_) | CallsNext::Stepped | CallsNext::Finish(_) => {}
+    }
+    let approval = cell
+        .inner
+        .as_ref()
+        .is_some_and(|(_, c)| matches!(c.wait, Wait::Approval { .. }));
+    match (approval, cell.paused_since) {
+        (true, None) => cell.paused_since = Some(sh.now),
+        (false, Some(t)) => {
+            cell.paused = cell.paused.saturating_add(sh.now.saturating_sub(t));
+            cell.paused_since = None;
+        }
+        _ => {}
+    }
+}
+
+/// What the code gets: the output, or the `ToolError` it throws.
+fn answered(run: ToolRun) -> CodeResult {
+    if run.is_error {
+        Err((run.code.unwrap_or(ToolErrorCode::Failed), run.output))
+    } else {
+        Ok(run.output)
+    }
+}
+
+/// The cell ended: the call in flight and those queued end cancelled (each still gets its
+/// `code_call` record), unanswered, since no code waits for them any more.
+fn drain(sh: &mut Shared, cell: &mut Cell) {
+    if let Some((call, inner)) = cell.inner.take() {
+        let next = held(sh, true, |sh| calls::abandon(sh, inner));
+        settle(sh, cell, call, next, false);
+    }
+    while let Some((call, name, input)) = cell.queue.pop_front() {
+        let next = start(sh, cell, name, input, true);
+        settle(sh, cell, call, next, false);
+    }
+}
