@@ -3,7 +3,7 @@
 
 use magi_code::codemode::helper::{CallRequest, CellEnd, Helper};
 use magi_code::codemode::protocol::{
-    CallAnswer, Cell, CellState, ErrorCode, InterruptReason, ToolInfo,
+    CallAnswer, Cell, CellState, InterruptReason, ToolErrorCode, ToolInfo,
 };
 use magi_code::codemode::text::result_text;
 use magi_code::util::env::{child_env, BUILTIN_KEY_VARS};
@@ -103,7 +103,7 @@ fn nested_calls_round_trip_and_backend_errors_throw_tool_error() {
             seen.push(r.clone());
             if r.input == json!({"path": "secret"}) {
                 return CallAnswer::Error {
-                    code: ErrorCode::Denied,
+                    code: ToolErrorCode::Denied,
                     message: "the user denied it".into(),
                 };
             }

@@ -49,41 +49,7 @@ pub struct Cell {
     pub max_calls: u32,
 }
 
-/// A `ToolError` code (`code-mode.md` 8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
-    /// Policy `deny`, a denied or expired approval.
-    Denied,
-    /// A `pre_tool` hook's exit 2.
-    Blocked,
-    /// Not reachable from code.
-    UnknownTool,
-    /// Not a JSON object, or breaks the schema.
-    InvalidInput,
-    /// Ran and failed.
-    Failed,
-    /// Cut short by cancellation or an interrupted cell.
-    Cancelled,
-    /// Past `max_calls`, the runaway rule or the store bound.
-    Limit,
-}
-
-impl ErrorCode {
-    /// The code as JavaScript sees it.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Denied => "denied",
-            Self::Blocked => "blocked",
-            Self::UnknownTool => "unknown_tool",
-            Self::InvalidInput => "invalid_input",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::Limit => "limit",
-        }
-    }
-}
+pub use super::text::ToolErrorCode;
 
 /// The backend's answer to a nested call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +59,7 @@ pub enum CallAnswer {
     /// The call threw `ToolError`.
     Error {
         /// Its code.
-        code: ErrorCode,
+        code: ToolErrorCode,
         /// Its message (non-empty).
         message: String,
     },
@@ -108,7 +74,7 @@ struct RawResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    code: Option<ErrorCode>,
+    code: Option<ToolErrorCode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     message: Option<String>,
 }
@@ -412,7 +378,7 @@ mod tests {
         let err = ToHost::Result(CallResult {
             call: 5,
             answer: CallAnswer::Error {
-                code: ErrorCode::UnknownTool,
+                code: ToolErrorCode::UnknownTool,
                 message: "no".into(),
             },
         });

@@ -48,8 +48,10 @@ impl CellState {
     }
 }
 
-/// Why a nested call threw `ToolError` (`code-mode.md` 8): its `code`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a nested call threw `ToolError` (`code-mode.md` 8): its `code` (snake case on the
+/// helper's wire, as JavaScript sees it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ToolErrorCode {
     /// Policy `deny`, or a denied or expired approval.
     Denied,
