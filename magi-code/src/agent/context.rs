@@ -231,4 +231,38 @@ mod tests {
         assert_eq!(names(&rt(None, Some(&[]))).len(), all.len());
         assert!(names(&rt(Some("rev"), Some(&[]))).is_empty());
     }
+
+    #[test]
+    fn code_mode_adds_exec_and_with_only_offers_exec_and_task() {
+        let mut r = rt(None, None);
+        assert!(table(&r, None).lookup("exec").is_none(), "off by default");
+        r.settings.code_mode.enabled = true;
+        let t = table(&r, None);
+        let offered: Vec<&str> = t.specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered.last(), Some(&"exec"), "{offered:?}");
+        assert!(offered.contains(&"read_file") && offered.contains(&"task"));
+        assert_eq!(t.class("exec"), Some(crate::tools::ToolClass::Code));
+        let input = serde_json::json!({"code": "a\nb\n"});
+        assert_eq!(t.summary("exec", &input), "exec: 2 lines");
+        assert!(t
+            .specs()
+            .last()
+            .unwrap()
+            .description
+            .contains("read_file(input: {"));
+        let all = t.all_specs().len();
+        r.settings.code_mode.only = true;
+        let t = table(&r, None);
+        let offered: Vec<&str> = t.specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered, ["task", "exec"]);
+        assert_eq!(
+            t.all_specs().len(),
+            all,
+            "the others stay reachable from code"
+        );
+        assert!(!t.is_direct("read_file") && t.lookup("read_file").is_some());
+        let reachable = crate::run::cell::reachable(&t);
+        assert!(reachable.iter().any(|c| c.name == "shell"));
+        assert!(reachable.iter().all(|c| c.name != "exec"));
+    }
 }

@@ -280,3 +280,68 @@ fn a_killed_helper_fails_its_cell_and_the_next_exec_starts_another() {
     s.shutdown_ok("bye");
     assert!(!alive(again));
 }
+
+#[test]
+fn a_nested_call_that_asks_waits_for_its_approval_and_store_keeps_values_across_cells() {
+    let write = "store(\"k\", {v: 41});\n\
+                 return await tools.write_file({path: \"out.txt\", content: \"hi\"});";
+    let llm = FakeLlm::start(vec![
+        exec("c1", write),
+        exec("c2", "return load(\"k\").v + 1;"),
+        chat_text(&["ok"]),
+    ]);
+    let env = code_env(&llm, &json!({"code_mode": {"tools": {"write": "ask"}}}));
+    let (mut s, sid) = start_session(&env, &[]);
+    let run_id = start_turn(&mut s, &sid, "write");
+    let (req, _) = until_match(&mut s, is_event("approval.requested"));
+    let summary = req["data"]["summary"].as_str().unwrap();
+    assert!(summary.starts_with("code: "), "{summary}");
+    assert!(
+        !env.cwd.join("out.txt").exists(),
+        "nothing runs before the answer"
+    );
+    let approval_id = req["data"]["approval_id"].as_str().unwrap();
+    s.request(
+        "a1",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id, "approval_id": approval_id, "allow": true}),
+    );
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("out.txt")).unwrap(),
+        "hi"
+    );
+    drop(llm.next(WAIT));
+    header_ok(&tool_result(&llm.next(WAIT), "c1"), "exec completed", 1);
+    let second = tool_result(&llm.next(WAIT), "c2");
+    header_ok(&second, "exec completed", 0);
+    assert!(second.ends_with("\n42"), "{second}");
+}
+
+#[test]
+fn a_cell_stops_at_timeout_ms_and_the_helper_inherits_no_secrets() {
+    let llm = FakeLlm::start(vec![exec("c1", "while (true) {}"), chat_text(&["ok"])]);
+    let mut env = code_env(&llm, &json!({"code_mode": {"timeout_ms": 1000}}));
+    env.set_var("OPENAI_API_KEY", "sk-not-for-code");
+    env.set_var("MY_SERVICE_TOKEN", "t");
+    env.set_var("CODE_MODE_PLAIN", "kept");
+    let (mut s, sid) = start_session(&env, &[]);
+    let t0 = Instant::now();
+    start_turn(&mut s, &sid, "spin");
+    until_match(&mut s, is_event("activity"));
+    let helper = the_helper(&s);
+    let environ = std::fs::read(format!("/proc/{helper}/environ")).unwrap();
+    let names: Vec<&[u8]> = environ
+        .split(|b| *b == 0)
+        .filter_map(|kv| kv.split(|b| *b == b'=').next())
+        .collect();
+    assert!(names.contains(&&b"CODE_MODE_PLAIN"[..]));
+    assert!(!names.contains(&&b"OPENAI_API_KEY"[..]));
+    assert!(!names.contains(&&b"MY_SERVICE_TOKEN"[..]));
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert!(t0.elapsed() >= Duration::from_millis(1000));
+    drop(llm.next(WAIT));
+    header_ok(&tool_result(&llm.next(WAIT), "c1"), "exec timed out", 0);
+}
