@@ -345,3 +345,41 @@ fn a_cell_stops_at_timeout_ms_and_the_helper_inherits_no_secrets() {
     drop(llm.next(WAIT));
     header_ok(&tool_result(&llm.next(WAIT), "c1"), "exec timed out", 0);
 }
+
+#[test]
+fn a_pre_tool_hook_blocks_a_nested_call_and_runs_for_exec_too() {
+    let code = "try { await tools.read_file({path: \"a.txt\"}); return \"ran\"; } \
+                catch (e) { return [e.name, e.code]; }";
+    let llm = FakeLlm::start(vec![exec("c1", code), chat_text(&["ok"])]);
+    let env = code_env(
+        &llm,
+        &json!({"hooks": {"pre_tool": [
+            {"command": "touch exec-hook-ran", "tools": ["exec"]},
+            {"command": "exit 2", "tools": ["read_file"]},
+        ]}}),
+    );
+    std::fs::write(env.cwd.join("a.txt"), "alpha\n").unwrap();
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "read");
+    until_finished(&mut s);
+    drop(llm.next(WAIT));
+    let text = tool_result(&llm.next(WAIT), "c1");
+    header_ok(&text, "exec completed", 1);
+    assert!(text.ends_with(r#"["ToolError","blocked"]"#), "{text}");
+    assert!(env.cwd.join("exec-hook-ran").exists());
+}
+
+#[test]
+fn replacing_the_session_kills_its_helper() {
+    let llm = FakeLlm::start(vec![exec("c1", "return 1;"), chat_text(&["ok"])]);
+    let env = code_env(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "once");
+    until_finished(&mut s);
+    let helper = the_helper(&s);
+    let created = s.call("c2", "session.create", &json!({}));
+    assert!(created["result"]["session_id"].is_string(), "{created}");
+    assert!(!alive(helper), "code-host {helper} outlived its session");
+    assert!(helpers(s.pid()).is_empty());
+    s.shutdown_ok("bye");
+}
