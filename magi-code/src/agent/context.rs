@@ -1,11 +1,13 @@
 //! What a turn sends besides its new input and the replayed conversation: the system prompt and
 //! the tool list.
 
+use crate::codemode::{decl, text};
 use crate::config::profiles::{self, Profile};
 use crate::history::ToolSpec;
 use crate::mcp::McpHub;
 use crate::runtime::Runtime;
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolKind, ToolRegistry};
+use crate::util::schema;
 use std::fmt::Write as _;
 
 /// The primary profile (settings `agent`), if any.
@@ -82,9 +84,40 @@ pub fn instructions(rt: &Runtime, tools: &[ToolSpec]) -> String {
 }
 
 /// The run's tool table: the built-ins (`task` last), then the MCP servers' tools, then the
-/// client's (`client.tools`), only those the primary profile allows.
+/// client's (`client.tools`), only those the primary profile allows; then, with Code Mode,
+/// `exec` over them all (with `only`, the others are reachable from code only).
 #[must_use]
 pub fn table(rt: &Runtime, mcp: Option<&McpHub>) -> ToolRegistry {
+    let t = direct_table(rt, mcp);
+    let code = &rt.settings.code_mode;
+    if !code.enabled {
+        return t;
+    }
+    with_exec(t, code.only)
+}
+
+/// `t` with `exec` after its tools, described over every tool of `t`; with `only`, just
+/// `exec` and `task` are offered.
+#[must_use]
+pub fn with_exec(mut t: ToolRegistry, only: bool) -> ToolRegistry {
+    let spec = decl::exec_spec(t.all_specs());
+    // `exec` is a valid name; a client tool already called so keeps it (MCP names start
+    // `mcp__`), and the run then has no Code Mode (`drive::config` looks for kind `code`).
+    let _ = t.add(
+        spec,
+        ToolKind::Code,
+        schema::compile(&decl::exec_input_schema()),
+        |_, input| text::summary(input["code"].as_str().unwrap_or_default()),
+    );
+    if only {
+        t.offer_only(|s| s.name == decl::EXEC || s.name == super::task::TOOL)
+    } else {
+        t
+    }
+}
+
+/// The tools offered directly, Code Mode aside.
+fn direct_table(rt: &Runtime, mcp: Option<&McpHub>) -> ToolRegistry {
     let mut t = ToolRegistry::builtin();
     // Names are distinct and valid by construction: `task` is no built-in, the hub offers
     // only valid unique `mcp__` names, and `initialize` refuses client tools that would clash.
@@ -197,5 +230,39 @@ mod tests {
         // A profile that is not primary limits nothing.
         assert_eq!(names(&rt(None, Some(&[]))).len(), all.len());
         assert!(names(&rt(Some("rev"), Some(&[]))).is_empty());
+    }
+
+    #[test]
+    fn code_mode_adds_exec_and_with_only_offers_exec_and_task() {
+        let mut r = rt(None, None);
+        assert!(table(&r, None).lookup("exec").is_none(), "off by default");
+        r.settings.code_mode.enabled = true;
+        let t = table(&r, None);
+        let offered: Vec<&str> = t.specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered.last(), Some(&"exec"), "{offered:?}");
+        assert!(offered.contains(&"read_file") && offered.contains(&"task"));
+        assert_eq!(t.class("exec"), Some(crate::tools::ToolClass::Code));
+        let input = serde_json::json!({"code": "a\nb\n"});
+        assert_eq!(t.summary("exec", &input), "exec: 2 lines");
+        assert!(t
+            .specs()
+            .last()
+            .unwrap()
+            .description
+            .contains("read_file(input: {"));
+        let all = t.all_specs().len();
+        r.settings.code_mode.only = true;
+        let t = table(&r, None);
+        let offered: Vec<&str> = t.specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered, ["task", "exec"]);
+        assert_eq!(
+            t.all_specs().len(),
+            all,
+            "the others stay reachable from code"
+        );
+        assert!(!t.is_direct("read_file") && t.lookup("read_file").is_some());
+        let reachable = crate::run::cell::reachable(&t);
+        assert!(reachable.iter().any(|c| c.name == "shell"));
+        assert!(reachable.iter().all(|c| c.name != "exec"));
     }
 }

@@ -15,8 +15,8 @@ use crate::mcp::{Lost, McpHub};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepSink};
 use crate::run::compaction::{fixed_bytes, SUMMARY_BYTES, SUMMARY_SYSTEM};
 use crate::run::{
-    AppendKind, Config, Finished, Input, Output, Persistence, Policies, Run, RunOutcome,
-    StepRequest, Stored, ToolEnd, ToolJob, Waiting,
+    AppendKind, CodeConfig, Config, Finished, Input, Output, Persistence, Policies, Run,
+    RunOutcome, StepRequest, Stored, ToolEnd, ToolJob, Waiting,
 };
 use crate::session;
 use crate::tools::outcome::bound_output;
@@ -118,9 +118,22 @@ fn config(out: &RunOutput<'_>, prompt: &str, history: Snapshot, p: &LoopParams<'
         tool_cards: rt.tool_cards,
         cwd: rt.cwd.clone(),
         left_out,
-        // Code Mode joins with the helper process (the table offers no `exec` yet).
-        code: None,
+        code: code_config(out),
     }
+}
+
+/// Code Mode's limits and nested policies, when the run's table has `exec`.
+fn code_config(out: &RunOutput<'_>) -> Option<CodeConfig> {
+    let c = &out.ctx.rt.settings.code_mode;
+    let exec = out.tools.lookup(crate::codemode::decl::EXEC) == Some(ToolKind::Code);
+    (c.enabled && exec).then(|| CodeConfig {
+        policies: c.tools,
+        timeout_ms: c.timeout_ms,
+        cpu_ms: c.cpu_ms,
+        memory_mib: c.memory_mib,
+        max_calls: c.max_calls,
+        tools: crate::run::cell::reachable(&out.tools),
+    })
 }
 
 impl Driver<'_, '_> {
@@ -165,16 +178,11 @@ impl Driver<'_, '_> {
                 }
                 self.feed(run, Input::ToolsEnded(ends));
             }
-            // No cell runs yet (the helper joins later): one would fail, never hang.
-            Output::Cell(_) => self.feed(
-                run,
-                Input::CellEnded {
-                    state: crate::codemode::text::CellState::Failed,
-                    output: "Code Mode is not available".to_owned(),
-                    calls: 0,
-                    elapsed_ms: 0,
-                },
-            ),
+            Output::Cell(job) => {
+                let (ctx, sid) = (self.out.ctx, self.out.session_id.clone());
+                super::cell::run(&mut Nested { d: self, client }, run, job, ctx, &sid);
+            }
+            // Answers and interrupts are the open cell's (`cell::run` takes them).
             Output::CodeAnswer { .. } | Output::Interrupt(_) | Output::Finished(_) => {}
         }
     }
@@ -411,6 +419,26 @@ impl Driver<'_, '_> {
             self.out.output_lost = true;
         }
         subagent::outcome(&child.out, &finished)
+    }
+}
+
+/// The driver as an open cell re-enters it: the same outputs, waits and inputs.
+struct Nested<'x, 'o, 'a> {
+    d: &'x mut Driver<'o, 'a>,
+    client: &'x mut dyn ModelClient,
+}
+
+impl super::cell::Perform for Nested<'_, '_, '_> {
+    fn perform(&mut self, run: &mut Run, o: Output) {
+        self.d.perform(run, self.client, o);
+    }
+
+    fn wait(&mut self, run: &mut Run) -> bool {
+        self.d.wait(run)
+    }
+
+    fn feed(&mut self, run: &mut Run, input: Input) {
+        self.d.feed(run, input);
     }
 }
 

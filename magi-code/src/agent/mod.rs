@@ -4,6 +4,7 @@
 
 pub mod answers;
 pub mod approvals;
+pub mod cell;
 pub mod client;
 pub mod client_calls;
 pub mod context;

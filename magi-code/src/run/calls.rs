@@ -190,6 +190,11 @@ fn refused_first(c: &Calls, i: usize, p: &mut Prepared) -> Option<bool> {
 /// The schema check, then the policy: `Some(Allow)` or `Some(Ask)` for a call that goes
 /// on, else `p` is refused.
 fn checked(sh: &Shared, p: &mut Prepared, nested: bool) -> Option<Policy> {
+    // With Code Mode's `only`, a tool reachable from code is not offered to direct calls.
+    if !nested && !sh.cfg.tools.is_direct(&p.name) && sh.cfg.tools.lookup(&p.name).is_some() {
+        p.refuse("unknown tool", ToolErrorCode::UnknownTool);
+        return None;
+    }
     if let Err(why) = sh.cfg.tools.check(&p.name, &p.input) {
         let code = if sh.cfg.tools.lookup(&p.name).is_none() {
             ToolErrorCode::UnknownTool

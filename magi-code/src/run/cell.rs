@@ -14,12 +14,13 @@ use crate::codemode::decl::{declaration, DESCRIBE_BYTES, EXEC};
 use crate::codemode::text::{result_text, CellState, ToolErrorCode};
 use crate::tools::{ToolDetails, ToolKind, ToolOutcome, ToolRegistry};
 
-/// The tools a cell reaches in `table` (`CodeConfig::tools`): every one but `exec`, in name
-/// order (`ALL_TOOLS`'s), each with its `describe` declaration.
+/// The tools a cell reaches in `table` (`CodeConfig::tools`): every one but `exec`, those
+/// offered to code only included, in name order (`ALL_TOOLS`'s), each with its `describe`
+/// declaration.
 #[must_use]
 pub fn reachable(table: &ToolRegistry) -> Vec<CellTool> {
     let mut tools: Vec<CellTool> = table
-        .specs()
+        .all_specs()
         .iter()
         .filter(|s| s.name != EXEC && table.lookup(&s.name) != Some(ToolKind::Code))
         .map(|s| CellTool {

@@ -44,6 +44,7 @@ pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
         appender: None,
         snapshot: Snapshot::empty(),
         turns: 0,
+        code: None,
     };
     let result = session_result(a.id.as_str(), false, &a.snapshot.revision, &[]);
     // The previous attachment (and its lease) is released only now that the new one exists.
@@ -124,6 +125,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         },
         turns: loaded.history.summary().turns,
         history: Some(loaded.history),
+        code: None,
     };
     let result = session_result(a.id.as_str(), true, &a.snapshot.revision, &notices);
     st.attachment = Some(a);

@@ -68,11 +68,17 @@ struct Entry {
     schema: Result<Validator, SchemaError>,
     /// The one-line summary of a call, for activities and approvals.
     summary: fn(&str, &Value) -> String,
+    /// Offered to the model; else reachable from code only (Code Mode's `only`).
+    direct: bool,
 }
 
-/// The tools offered to the model, in offer order, each with its kind and schema.
+/// The tools of a run in table order, each with its kind and schema; those offered to the
+/// model, and with Code Mode's `only` those reachable from code only.
 #[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
+    /// Every tool's definition, in table order.
+    all: Vec<ToolSpec>,
+    /// The offered ones', in the same order.
     specs: Vec<ToolSpec>,
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
@@ -128,12 +134,14 @@ impl ToolRegistry {
         if self.by_name.contains_key(&spec.name) {
             return Err(AddError::Duplicate);
         }
-        self.by_name.insert(spec.name.clone(), self.specs.len());
-        self.specs.push(spec);
+        self.by_name.insert(spec.name.clone(), self.all.len());
+        self.specs.push(spec.clone());
+        self.all.push(spec);
         self.entries.push(Entry {
             kind,
             schema,
             summary,
+            direct: true,
         });
         Ok(())
     }
@@ -164,18 +172,52 @@ impl ToolRegistry {
     #[must_use]
     pub fn only(self, keep: impl Fn(&ToolSpec) -> bool) -> Self {
         let mut r = Self::empty();
-        for (spec, e) in self.specs.into_iter().zip(self.entries) {
+        let mut hidden = std::collections::HashSet::new();
+        for (spec, e) in self.all.into_iter().zip(self.entries) {
             if keep(&spec) {
+                if !e.direct {
+                    hidden.insert(spec.name.clone());
+                }
+                // Names stay valid and distinct: they came from a table.
                 let _ = r.add(spec, e.kind, e.schema, e.summary);
             }
         }
-        r
+        r.offer_only(|s| !hidden.contains(&s.name))
     }
 
-    /// Every tool's definition, in offer order: what a request's tool list holds.
+    /// Offers only the tools `offer` accepts; the others stay in the table, reachable from
+    /// code only (a direct call to one is refused as `unknown tool`).
+    #[must_use]
+    pub fn offer_only(mut self, offer: impl Fn(&ToolSpec) -> bool) -> Self {
+        for (spec, e) in self.all.iter().zip(&mut self.entries) {
+            e.direct = e.direct && offer(spec);
+        }
+        self.specs = self
+            .all
+            .iter()
+            .zip(&self.entries)
+            .filter(|(_, e)| e.direct)
+            .map(|(s, _)| s.clone())
+            .collect();
+        self
+    }
+
+    /// The offered tools' definitions, in table order: what a request's tool list holds.
     #[must_use]
     pub fn specs(&self) -> &[ToolSpec] {
         &self.specs
+    }
+
+    /// Every tool's definition, those reachable from code only included, in table order.
+    #[must_use]
+    pub fn all_specs(&self) -> &[ToolSpec] {
+        &self.all
+    }
+
+    /// Whether the model may call `name` directly: a tool of the table that is offered.
+    #[must_use]
+    pub fn is_direct(&self, name: &str) -> bool {
+        self.entry(name).is_some_and(|e| e.direct)
     }
 
     /// The kind of the tool called `name`, None for a tool not offered.

@@ -11,6 +11,7 @@ mod atomic_writes;
 mod catalog;
 mod chat_cli;
 mod client_tools;
+mod code_mode;
 mod compaction;
 mod content_limit;
 mod effort;

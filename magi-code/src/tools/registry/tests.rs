@@ -203,3 +203,26 @@ fn summaries_come_from_each_kind() {
         Err("invalid input: url: expected string, got number".into())
     );
 }
+
+#[test]
+fn tools_offered_only_from_code_stay_in_the_table_but_leave_the_request() {
+    let mut r = ToolRegistry::builtin();
+    r.add(spec("task"), ToolKind::Task, open(), named).unwrap();
+    r.add(spec("exec"), ToolKind::Code, open(), named).unwrap();
+    let r = r.offer_only(|s| s.name == "exec" || s.name == "task");
+    let offered: Vec<&str> = r.specs().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(offered, ["task", "exec"], "table order, offered ones only");
+    assert_eq!(r.all_specs().len(), 8, "the six built-ins stay");
+    assert!(r.is_direct("exec") && r.is_direct("task"));
+    assert!(!r.is_direct("read_file") && !r.is_direct("nope"));
+    assert_eq!(
+        r.lookup("read_file"),
+        Some(ToolKind::Builtin(Builtin::ReadFile))
+    );
+    assert!(r.check("read_file", &json!({"path": "a"})).is_ok());
+    // Narrowing the table keeps who is offered.
+    let kept = r.only(|s| s.name != "shell");
+    assert_eq!(kept.all_specs().len(), 7);
+    assert!(!kept.is_direct("read_file") && kept.is_direct("exec"));
+    assert_eq!(kept.specs().len(), 2);
+}

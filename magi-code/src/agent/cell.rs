@@ -1,0 +1,198 @@
+//! Runs one Code Mode cell (`Output::Cell`) on the attached session's helper
+//! (`code-mode.md` 4): each nested call the helper reports goes to the run as
+//! `Input::CodeCall`, and the driver carries out the machine's outputs (records, approvals,
+//! tools, hooks) while the cell stays open, until the machine answers it; `Input::Tick` goes
+//! in every poll so the machine's wall clock and cancellation can interrupt the cell.
+
+use super::emit::TurnCtx;
+use crate::codemode::helper::{CallRequest, CellEnd, Helper};
+use crate::codemode::protocol::{self, CallAnswer, Cell, ToolInfo};
+use crate::codemode::text::{CellState, ToolErrorCode};
+use crate::config::Settings;
+use crate::run::{CellJob, CodeResult, Input, InterruptReason, Output, Run};
+use crate::util::env::{child_env, BUILTIN_KEY_VARS};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// What a cell needs of the run's driver: the same handling of outputs, waits and inputs as
+/// the run's own loop, re-entered while the cell is open.
+pub trait Perform {
+    /// Carries out one output of the run (never a step: none comes while a cell is open).
+    fn perform(&mut self, run: &mut Run, o: Output);
+    /// Blocks on what the run waits for; false when it waits for nothing.
+    fn wait(&mut self, run: &mut Run) -> bool;
+    /// Feeds `input` at the driver's time, telling the run of a cancellation first.
+    fn feed(&mut self, run: &mut Run, input: Input);
+}
+
+/// Runs `job` to its `Input::CellEnded` on the helper of session `session_id`, starting one
+/// if it has none (or a dead one); a helper that survives the cell goes back to the session.
+pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, session_id: &str) {
+    let t0 = Instant::now();
+    let taken = ctx
+        .state()
+        .attachment
+        .as_mut()
+        .filter(|a| a.id.as_str() == session_id)
+        .and_then(|a| a.code.take())
+        .filter(Helper::is_alive);
+    let helper = match taken {
+        Some(h) => Ok(h),
+        None => Helper::start(&helper_env(&ctx.rt.settings)),
+    };
+    let end = match helper {
+        Ok(mut h) => {
+            let end = on_helper(p, run, &mut h, job);
+            if end.helper_alive {
+                give_back(ctx, session_id, h);
+            }
+            end
+        }
+        Err(e) => CellEnd {
+            state: CellState::Failed,
+            output: format!("Error: the code helper could not start: {e}"),
+            calls: 0,
+            helper_alive: false,
+        },
+    };
+    let elapsed_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let input = Input::CellEnded {
+        state: end.state,
+        output: end.output,
+        calls: end.calls,
+        elapsed_ms,
+    };
+    p.feed(run, input);
+}
+
+/// The helper's environment: the backend's, less `backend.md`'s secrets rule (the built-in
+/// and configured providers' key variables and secret-looking names).
+fn helper_env(s: &Settings) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut keys: Vec<&str> = BUILTIN_KEY_VARS.to_vec();
+    keys.extend(s.compat.values().filter_map(|c| c.api_key_env.as_deref()));
+    child_env(std::env::vars_os(), &keys, &[])
+}
+
+/// Keeps `h` for the session's next cell; dropped (killed) when the session is gone.
+fn give_back(ctx: &TurnCtx<'_>, session_id: &str, h: Helper) {
+    let mut st = ctx.state();
+    if let Some(a) = st
+        .attachment
+        .as_mut()
+        .filter(|a| a.id.as_str() == session_id)
+    {
+        a.code = Some(h);
+    }
+}
+
+/// The open cell: the driver and run, the machine's answers not yet given to the helper,
+/// and an interrupt it asked for.
+struct Open<'p, 'r> {
+    p: &'p mut dyn Perform,
+    run: &'r mut Run,
+    answers: HashMap<u64, CodeResult>,
+    interrupt: Option<InterruptReason>,
+}
+
+impl Open<'_, '_> {
+    /// Carries out every pending output, keeping answers and the interrupt for the helper.
+    fn drain(&mut self) {
+        while let Some(o) = self.run.poll_output() {
+            match o {
+                Output::CodeAnswer { call, result } => {
+                    self.answers.insert(call, result);
+                }
+                Output::Interrupt(r) => self.interrupt = Some(r),
+                o => self.p.perform(self.run, o),
+            }
+        }
+    }
+
+    /// Hands the call to the run and carries out what it asks until its answer comes.
+    fn call(&mut self, r: CallRequest) -> CallAnswer {
+        let input = Input::CodeCall {
+            call: r.call,
+            name: r.name,
+            input: r.input,
+        };
+        self.p.feed(self.run, input);
+        loop {
+            self.drain();
+            if let Some(result) = self.answers.remove(&r.call) {
+                return answer(result);
+            }
+            if !self.p.wait(self.run) {
+                // The machine neither answered nor waits: the call cannot go on.
+                return answer(Err((ToolErrorCode::Cancelled, "cancelled".to_owned())));
+            }
+        }
+    }
+
+    /// Gives the machine the time; its interrupt, once.
+    fn poll(&mut self) -> Option<protocol::InterruptReason> {
+        self.p.feed(self.run, Input::Tick);
+        self.drain();
+        self.interrupt.take().map(|r| match r {
+            InterruptReason::Timeout => protocol::InterruptReason::Timeout,
+            InterruptReason::Cancel => protocol::InterruptReason::Cancel,
+        })
+    }
+}
+
+/// Runs `job` on `h`; nested calls are answered one at a time, in issue order.
+fn on_helper(p: &mut dyn Perform, run: &mut Run, h: &mut Helper, job: CellJob) -> CellEnd {
+    let cell = Cell {
+        id: uuid::Uuid::new_v4().hyphenated().to_string(),
+        code: job.code,
+        tools: job
+            .tools
+            .into_iter()
+            .map(|t| ToolInfo {
+                name: t.name,
+                description: t.description,
+                declaration: t.declaration,
+            })
+            .collect(),
+        cpu_ms: job.cpu_ms,
+        memory_mib: u64::from(job.memory_mib),
+        max_calls: job.max_calls,
+    };
+    let open = RefCell::new(Open {
+        p,
+        run,
+        answers: HashMap::new(),
+        interrupt: None,
+    });
+    h.run_cell(&cell, &mut |r| open.borrow_mut().call(r), &mut || {
+        open.borrow_mut().poll()
+    })
+}
+
+/// The helper's form of the machine's answer.
+fn answer(result: CodeResult) -> CallAnswer {
+    match result {
+        Ok(text) => CallAnswer::Output(text),
+        Err((code, message)) => CallAnswer::Error {
+            code: wire_code(code),
+            message: if message.is_empty() {
+                code.as_str().to_owned()
+            } else {
+                message
+            },
+        },
+    }
+}
+
+const fn wire_code(code: ToolErrorCode) -> protocol::ErrorCode {
+    use protocol::ErrorCode as W;
+    match code {
+        ToolErrorCode::Denied => W::Denied,
+        ToolErrorCode::Blocked => W::Blocked,
+        ToolErrorCode::UnknownTool => W::UnknownTool,
+        ToolErrorCode::InvalidInput => W::InvalidInput,
+        ToolErrorCode::Failed => W::Failed,
+        ToolErrorCode::Cancelled => W::Cancelled,
+        ToolErrorCode::Limit => W::Limit,
+    }
+}
