@@ -174,25 +174,12 @@ fn answer(result: CodeResult) -> CallAnswer {
     match result {
         Ok(text) => CallAnswer::Output(text),
         Err((code, message)) => CallAnswer::Error {
-            code: wire_code(code),
+            code,
             message: if message.is_empty() {
                 code.as_str().to_owned()
             } else {
                 message
             },
         },
-    }
-}
-
-const fn wire_code(code: ToolErrorCode) -> protocol::ErrorCode {
-    use protocol::ErrorCode as W;
-    match code {
-        ToolErrorCode::Denied => W::Denied,
-        ToolErrorCode::Blocked => W::Blocked,
-        ToolErrorCode::UnknownTool => W::UnknownTool,
-        ToolErrorCode::InvalidInput => W::InvalidInput,
-        ToolErrorCode::Failed => W::Failed,
-        ToolErrorCode::Cancelled => W::Cancelled,
-        ToolErrorCode::Limit => W::Limit,
     }
 }
