@@ -99,6 +99,9 @@ struct State {
     dead: bool,
     /// Given up on for a protocol failure (and killed), not exited on its own.
     failed: bool,
+    /// That failure is being handled: only its end marks the server dead, so a writer that
+    /// meets the killed pipe first cannot report it as exited.
+    failing: bool,
 }
 
 struct Shared {
@@ -138,7 +141,12 @@ impl Shared {
     }
 
     fn die(&self) {
-        lock(&self.state).dead = true;
+        {
+            let mut st = lock(&self.state);
+            if !st.failing {
+                st.dead = true;
+            }
+        }
         self.cv.notify_all();
     }
 
@@ -146,6 +154,7 @@ impl Shared {
     /// at once and reaps it. It is still running, and nothing it says will be read again, so
     /// waiting for it to exit on its own (or reporting it as exited) would be wrong.
     fn fail(&self) {
+        lock(&self.state).failing = true;
         // A writer blocked on a full pipe holds the lock: the kill frees it.
         if let Ok(mut stdin) = self.stdin.try_lock() {
             *stdin = None;
