@@ -161,8 +161,31 @@ fn deferred_calls_run_together_and_answer_in_any_order() {
     assert_eq!(completed(&mut h, "return 'next'"), "\"next\"");
 }
 
+/// Answers as the backend does: the helper's refusal, `unknown_tool` for a name not in
+/// `c`'s list, else `ok`; each request is kept.
+fn backend<'a>(
+    c: &'a Cell,
+    seen: &'a mut Vec<CallRequest>,
+) -> impl FnMut(CallRequest) -> CallAnswer + 'a {
+    move |r: CallRequest| {
+        let answer = match (&r.refused, c.tools.iter().any(|t| t.name == r.name)) {
+            (Some(f), _) => CallAnswer::Error {
+                code: f.code,
+                message: f.message.clone(),
+            },
+            (None, false) => CallAnswer::Error {
+                code: ToolErrorCode::UnknownTool,
+                message: "unknown tool".into(),
+            },
+            (None, true) => CallAnswer::Output("ok".into()),
+        };
+        seen.push(r);
+        answer
+    }
+}
+
 #[test]
-fn unknown_tools_and_calls_past_max_calls_reject_with_tool_error() {
+fn unknown_tools_and_calls_past_max_calls_reach_the_backend_and_reject_with_tool_error() {
     let mut h = start();
     let code = r#"
         const out = [];
@@ -172,7 +195,9 @@ fn unknown_tools_and_calls_past_max_calls_reject_with_tool_error() {
         out.push(typeof tools.anything, "nope" in tools, "grep" in tools, Object.keys(tools));
         return out;
     "#;
-    let end = run(&mut h, &cell(code));
+    let c = cell(code);
+    let mut seen = Vec::new();
+    let end = h.run_cell(&c, &mut backend(&c, &mut seen), &mut || None);
     assert_eq!(end.state, CellState::Completed, "{}", end.output);
     let unknown = json!([true, "ToolError", "unknown_tool", true]);
     assert_eq!(
@@ -188,21 +213,67 @@ fn unknown_tools_and_calls_past_max_calls_reject_with_tool_error() {
         ])
     );
     assert_eq!(end.calls, 3, "refused calls count");
+    let names: Vec<_> = seen.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["nope", "exec", "mcp__x__y-z"], "every call is sent");
     let mut limited = cell(
         "const r = []; for (let i = 0; i < 3; i++) { try { r.push(await tools.grep({path: 'p'})); } catch (e) { r.push(e.code); } } return r",
     );
     limited.max_calls = 2;
-    let end = h.run_cell(
-        &limited,
-        &mut |_| CallAnswer::Output("ok".into()),
-        &mut || None,
-    );
+    let mut seen = Vec::new();
+    let end = h.run_cell(&limited, &mut backend(&limited, &mut seen), &mut || None);
     assert_eq!(end.output, r#"["ok","ok","limit"]"#);
     assert_eq!(end.calls, 3);
+    let refused: Vec<_> = seen
+        .iter()
+        .map(|r| r.refused.as_ref().map(|f| f.code))
+        .collect();
+    assert_eq!(refused, [None, None, Some(ToolErrorCode::Limit)]);
+    assert_eq!(seen[2].input, Value::Null);
 }
 
 #[test]
-fn inputs_a_call_line_cannot_carry_are_refused_invalid_input() {
+fn a_loop_that_ignores_limit_is_stopped_after_1000_more_calls() {
+    let mut h = start();
+    let mut c = cell(
+        "for (;;) { try { await tools.grep({path: 'p'}); } catch (e) { if (e.code !== 'limit') throw e; } }",
+    );
+    c.max_calls = 3;
+    let mut seen = Vec::new();
+    let end = h.run_cell(&c, &mut backend(&c, &mut seen), &mut || None);
+    assert_eq!(end.state, CellState::Failed, "{}", end.output);
+    assert_eq!(
+        end.output,
+        "Error: the code kept calling tools past max_calls; the cell was stopped"
+    );
+    assert_eq!(seen.len(), 3 + 1_000, "the calls sent, each recorded");
+    // Counted until the engine's interrupt handler next looks.
+    assert!(end.calls > 3 + 1_000, "{}", end.calls);
+    // The same without awaiting: the helper holds at most that many calls, and a stopped
+    // cell sends none it still holds (none of them ran).
+    let mut c = cell("for (;;) tools.grep({path: 'p'}).catch(() => {})");
+    c.max_calls = 3;
+    let mut seen = Vec::new();
+    let end = h.run_cell(&c, &mut backend(&c, &mut seen), &mut || None);
+    assert_eq!(end.state, CellState::Failed, "{}", end.output);
+    assert!(seen.is_empty());
+    assert_eq!(completed(&mut h, "return 3"), "3");
+}
+
+#[test]
+fn calls_issued_together_are_sent_together() {
+    let mut h = start();
+    let c = cell(
+        "const a = await Promise.all([tools.grep({path: 'a'}), tools.grep({path: 'b'}), tools.read_file({path: 'c'})]);\nreturn [a, await tools.grep({path: 'd'})]",
+    );
+    let mut seen = Vec::new();
+    let end = h.run_cell(&c, &mut backend(&c, &mut seen), &mut || None);
+    assert_eq!(end.output, r#"[["ok","ok","ok"],"ok"]"#);
+    let more: Vec<bool> = seen.iter().map(|r| r.more).collect();
+    assert_eq!(more, [true, true, false, false]);
+}
+
+#[test]
+fn inputs_a_call_line_cannot_carry_are_sent_refused_invalid_input() {
     let mut h = start();
     let code = r#"
         let deep = 1; for (let i = 0; i < 100; i++) deep = [deep];
@@ -212,12 +283,16 @@ fn inputs_a_call_line_cannot_carry_are_refused_invalid_input() {
         }
         return out;
     "#;
-    let end = run(&mut h, &cell(code));
+    let c = cell(code);
+    let mut seen = Vec::new();
+    let end = h.run_cell(&c, &mut backend(&c, &mut seen), &mut || None);
     assert_eq!(
         end.output,
         r#"["invalid_input","invalid_input","invalid_input"]"#
     );
     assert_eq!(end.calls, 3);
+    assert!(seen.iter().all(|r| r.input == Value::Null
+        && r.refused.as_ref().map(|f| f.code) == Some(ToolErrorCode::InvalidInput)));
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! Runs one Code Mode cell (`Output::Cell`) on the attached session's helper
-//! (`code-mode.md` 4): each nested call the helper reports goes to the run as
-//! `Input::CodeCall`, and the driver carries out the machine's outputs (records, approvals,
-//! tools, hooks) while the cell stays open, until the machine answers it; `Input::Tick` goes
-//! in every poll so the machine's wall clock and cancellation can interrupt the cell.
+//! (`code-mode.md` 4): the nested calls the helper sends together go to the run as
+//! `Input::CodeCall`s (all but the last marked `more`, so the machine batches them), and the
+//! driver carries out the machine's outputs (records, approvals, tools, hooks) while the
+//! cell stays open, until the machine has answered them all; `Input::Tick` goes in every
+//! poll so the machine's wall clock and cancellation can interrupt the cell.
 
 use super::emit::TurnCtx;
-use crate::codemode::helper::{CallRequest, CellEnd, Helper};
+use crate::codemode::helper::{Answerer, CallRequest, CellEnd, Helper};
 use crate::codemode::protocol::{self, CallAnswer, Cell, ToolInfo};
 use crate::codemode::text::{CellState, ToolErrorCode};
 use crate::config::Settings;
@@ -87,12 +88,14 @@ fn give_back(ctx: &TurnCtx<'_>, session_id: &str, h: Helper) {
 }
 
 /// The open cell: the driver and run, the machine's answers not yet given to the helper,
-/// and an interrupt it asked for.
+/// an interrupt it asked for, and the calls the helper is still sending together.
 struct Open<'p, 'r> {
     p: &'p mut dyn Perform,
     run: &'r mut Run,
     answers: HashMap<u64, CodeResult>,
     interrupt: Option<InterruptReason>,
+    group: Vec<u64>,
+    answerer: Answerer,
 }
 
 impl Open<'_, '_> {
@@ -109,24 +112,47 @@ impl Open<'_, '_> {
         }
     }
 
-    /// Hands the call to the run and carries out what it asks until its answer comes.
-    fn call(&mut self, r: CallRequest) -> CallAnswer {
+    /// Hands the call to the run; after the last of the helper's group, carries out what the
+    /// run asks until every call of the group is answered, the last one's answer returned
+    /// and the others' given through the answerer.
+    fn call(&mut self, r: CallRequest) -> Option<CallAnswer> {
+        let (call, more) = (r.call, r.more);
         let input = Input::CodeCall {
-            call: r.call,
+            call,
             name: r.name,
             input: r.input,
+            more,
+            refused: r.refused.map(|f| (f.code, f.message)),
         };
+        self.group.push(call);
         self.p.feed(self.run, input);
+        if more {
+            return None;
+        }
+        let group = std::mem::take(&mut self.group);
         loop {
             self.drain();
-            if let Some(result) = self.answers.remove(&r.call) {
-                return answer(result);
+            if group.iter().all(|c| self.answers.contains_key(c)) {
+                break;
             }
             if !self.p.wait(self.run) {
-                // The machine neither answered nor waits: the call cannot go on.
-                return answer(Err((ToolErrorCode::Cancelled, "cancelled".to_owned())));
+                // The machine neither answered nor waits: the calls cannot go on.
+                break;
             }
         }
+        let mut last = None;
+        for c in group {
+            let result = self
+                .answers
+                .remove(&c)
+                .unwrap_or_else(|| Err((ToolErrorCode::Cancelled, "cancelled".to_owned())));
+            if c == call {
+                last = Some(answer(result));
+            } else {
+                self.answerer.answer(c, answer(result));
+            }
+        }
+        last
     }
 
     /// Gives the machine the time; its interrupt, once.
@@ -140,7 +166,7 @@ impl Open<'_, '_> {
     }
 }
 
-/// Runs `job` on `h`; nested calls are answered one at a time, in issue order.
+/// Runs `job` on `h`; the calls the helper sends together are answered as a batch.
 fn on_helper(p: &mut dyn Perform, run: &mut Run, h: &mut Helper, job: CellJob) -> CellEnd {
     let cell = Cell {
         id: uuid::Uuid::new_v4().hyphenated().to_string(),
@@ -163,8 +189,10 @@ fn on_helper(p: &mut dyn Perform, run: &mut Run, h: &mut Helper, job: CellJob) -
         run,
         answers: HashMap::new(),
         interrupt: None,
+        group: Vec::new(),
+        answerer: h.answerer(),
     });
-    h.run_cell(&cell, &mut |r| open.borrow_mut().call(r), &mut || {
+    h.run_cell_deferred(&cell, &mut |r| open.borrow_mut().call(r), &mut || {
         open.borrow_mut().poll()
     })
 }

@@ -6,7 +6,7 @@ use super::cpu::CpuBudget;
 use super::heap::BoundedHeap;
 use super::protocol::{CallAnswer, CallResult, Cell, CellState, Done, InterruptReason};
 use super::source::model_stack;
-use super::state::{Shared, Store};
+use super::state::{Issued, Shared, Store, RUNAWAY_TEXT};
 use super::text::strip_fence;
 use rquickjs::context::intrinsic::{
     Date, Eval, Json, MapSet, Promise as PromiseIntrinsic, Proxy, RegExp, RegExpCompiler,
@@ -14,7 +14,6 @@ use rquickjs::context::intrinsic::{
 };
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Promise, Runtime, Value};
-use serde_json::Value as Json_;
 use std::cell::{Cell as Flag, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -50,8 +49,9 @@ pub enum Heard {
 
 /// The engine's line to the backend during a cell.
 pub trait Link {
-    /// Writes a nested call; false when the backend is gone.
-    fn send_call(&mut self, call: u64, name: &str, input: &Json_) -> bool;
+    /// Writes a nested call (`more`: others of the same flush follow); false when the
+    /// backend is gone.
+    fn send_call(&mut self, c: &Issued, more: bool) -> bool;
     /// Blocks until the backend says something for this cell.
     fn wait(&mut self) -> Heard;
 }
@@ -155,12 +155,15 @@ fn in_runtime(
     };
     let mut cpu = CpuBudget::new(Duration::from_millis(cell.cpu_ms));
     let (flag, seen) = (interrupt.clone(), Rc::clone(stop));
+    let runaway = Rc::clone(&shared.borrow().runaway);
+    let watched = Rc::clone(&runaway);
     rt.set_interrupt_handler(Some(Box::new(move || {
         if seen.get().is_some() {
             return true;
         }
         let why = flag
             .state()
+            .or_else(|| watched.get().then_some(CellState::Failed))
             .or_else(|| cpu.spent().then_some(CellState::TimedOut));
         seen.set(why);
         why.is_some()
@@ -171,14 +174,26 @@ fn in_runtime(
     let watch = Watch {
         stop: Rc::clone(stop),
         refused,
+        runaway,
     };
     ctx.with(|ctx| drive(&ctx, cell, shared, &watch, link))
 }
 
-/// What the runtime's hooks saw: the interrupt that stopped the code, a refused allocation.
+/// What the runtime's hooks saw: the interrupt that stopped the code, a refused allocation,
+/// calls past the runaway bound.
 struct Watch {
     stop: Rc<Flag<Option<CellState>>>,
     refused: Rc<Flag<bool>>,
+    runaway: Rc<Flag<bool>>,
+}
+
+impl Watch {
+    /// The ending of code the interrupt handler stopped, if it did.
+    fn stopped(&self) -> Option<Ending> {
+        let state = self.stop.get()?;
+        let why = (state == CellState::Failed && self.runaway.get()).then(|| RUNAWAY_TEXT.into());
+        Some((state, why))
+    }
 }
 
 /// The uncaught error of a refused allocation when the error itself could not be read.
@@ -199,7 +214,6 @@ fn drive<'js>(
     watch: &Watch,
     link: &mut dyn Link,
 ) -> Option<Ending> {
-    let stop = &watch.stop;
     let Ok(glue) = install(ctx, cell, shared) else {
         return Some(uncaught(ctx, None, ctx.catch(), watch));
     };
@@ -216,15 +230,15 @@ fn drive<'js>(
             if !flush(shared, link) {
                 return None;
             }
-            if let Some(state) = stop.get() {
-                return Some((state, None));
+            if let Some(end) = watch.stopped() {
+                return Some(end);
             }
         }
         if !flush(shared, link) {
             return None;
         }
-        if let Some(state) = stop.get() {
-            return Some((state, None));
+        if let Some(end) = watch.stopped() {
+            return Some(end);
         }
         match promise.state() {
             PromiseState::Resolved => return Some(finished(ctx, &glue, &promise, watch)),
@@ -263,14 +277,9 @@ fn install<'js>(
     )?;
     let s = Rc::clone(shared);
     host.set(
-        "refused",
-        Function::new(ctx.clone(), move || s.borrow_mut().refused())?,
-    )?;
-    let s = Rc::clone(shared);
-    host.set(
         "call",
-        Function::new(ctx.clone(), move |name: String, json: String| {
-            s.borrow_mut().issue(name, &json)
+        Function::new(ctx.clone(), move |name: String, json: Option<String>| {
+            s.borrow_mut().issue(name, json.as_deref())
         })?,
     )?;
     let s = Rc::clone(shared);
@@ -304,8 +313,9 @@ fn install<'js>(
 /// Writes the calls the code issued since the last flush; false when the backend is gone.
 fn flush(shared: &Rc<RefCell<Shared>>, link: &mut dyn Link) -> bool {
     let queued = std::mem::take(&mut shared.borrow_mut().queued);
-    for c in queued {
-        if !link.send_call(c.call, &c.name, &c.input) {
+    let last = queued.len().saturating_sub(1);
+    for (i, c) in queued.iter().enumerate() {
+        if !link.send_call(c, i < last) {
             return false;
         }
         shared.borrow_mut().outstanding.insert(c.call);
@@ -352,8 +362,8 @@ fn uncaught<'js>(
     error: Value<'js>,
     watch: &Watch,
 ) -> Ending {
-    if let Some(state) = watch.stop.get() {
-        return (state, None);
+    if let Some(end) = watch.stopped() {
+        return end;
     }
     // Read before the error is formatted, which may itself be refused memory.
     let (state, unreadable) = if watch.refused.get() {

@@ -5,7 +5,7 @@
 
 use super::protocol::{
     encode, CallAnswer, CallResult, Cell, CellState, DecodeError, Decoder, Done, FromHost,
-    InterruptReason, ToHost, LINE_BYTES,
+    InterruptReason, Refusal, ToHost, LINE_BYTES,
 };
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde_json::Value;
@@ -29,8 +29,12 @@ pub struct CallRequest {
     pub call: u64,
     /// The tool's name.
     pub name: String,
-    /// The input as the code passed it: unchecked.
+    /// The input as the code passed it: unchecked (`null` when the helper refused it).
     pub input: Value,
+    /// Other calls of the same flush follow at once (they may run together).
+    pub more: bool,
+    /// Refused by the helper: recorded and answered with this error, never run.
+    pub refused: Option<Refusal>,
 }
 
 /// How a cell ended, seen from the backend.
@@ -246,9 +250,22 @@ impl Helper {
             Ok(Heard::Message(FromHost::Done(d))) => Some(self.done(cell, d, reason)),
             // Calls after an interrupt are not run: the cell is ending.
             Ok(Heard::Message(FromHost::Call { .. })) if reason.is_some() => None,
-            Ok(Heard::Message(FromHost::Call { call, name, input })) => {
+            Ok(Heard::Message(FromHost::Call {
+                call,
+                name,
+                input,
+                more,
+                refused,
+            })) => {
                 self.calls_seen = self.calls_seen.saturating_add(1);
-                let Some(answer) = on_call(CallRequest { call, name, input }) else {
+                let request = CallRequest {
+                    call,
+                    name,
+                    input,
+                    more,
+                    refused,
+                };
+                let Some(answer) = on_call(request) else {
                     self.deferred.insert(call);
                     return None;
                 };

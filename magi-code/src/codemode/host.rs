@@ -6,8 +6,8 @@ use super::engine::{self, Heard, Interrupt, Keep, Link};
 use super::protocol::{
     encode, Cell, CellState, Decoder, Done, FromHost, InterruptReason, ToHost, CODE_BYTES,
 };
+use super::state::Issued;
 use crossbeam_channel::{Receiver, Sender};
-use serde_json::Value;
 use std::io::{Read, Write};
 
 /// What the reader thread passes on.
@@ -109,11 +109,13 @@ impl StdLink {
 }
 
 impl Link for StdLink {
-    fn send_call(&mut self, call: u64, name: &str, input: &Value) -> bool {
+    fn send_call(&mut self, c: &Issued, more: bool) -> bool {
         self.write(&FromHost::Call {
-            call,
-            name: name.to_owned(),
-            input: input.clone(),
+            call: c.call,
+            name: c.name.clone(),
+            input: c.input.clone(),
+            more,
+            refused: c.refused.clone(),
         })
     }
 

@@ -1,5 +1,5 @@
 // The globals of code-mode.md section 3, built once per cell before the model's code runs.
-// `host` holds the natives (out, call, refused, store, load); `toolsJson` the reachable tools
+// `host` holds the natives (out, call, store, load); `toolsJson` the reachable tools
 // sorted by name. Returns the glue the engine calls: settle, compile, returned, failure.
 (function (host, toolsJson) {
   "use strict";
@@ -47,22 +47,18 @@
   });
   const text = (value) => host.out(show(value));
 
+  // Every call goes to the backend, which records it, refused ones included: a name that
+  // is not reachable, an input JSON cannot hold (sent as null with its refusal).
   async function call(name, input) {
-    if (!decl.has(name)) {
-      host.refused();
-      throw new ToolError("unknown_tool", "no tool " + stringify(name) + " is reachable from code");
-    }
     let json;
     try {
       json = stringify(input === undefined ? null : input);
-    } catch (e) {
-      host.refused();
-      throw new ToolError("invalid_input", "the input is not JSON: " + toStr(e && e.message));
+      if (json === undefined) json = "null";
+    } catch (_) {
+      json = null;
     }
-    const id = host.call(name, json === undefined ? "null" : json);
-    if (id === -1) throw new ToolError("limit", "past max_calls nested calls in this cell");
-    if (id === -2) throw new ToolError("invalid_input", "the input is over 1 MiB of JSON");
-    if (id === -3) throw new ToolError("invalid_input", "the input nests deeper than 64 levels");
+    const id = host.call(name, json);
+    if (id === -1) throw new ToolError("limit", "the code kept calling tools past max_calls");
     return await new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
   }
 

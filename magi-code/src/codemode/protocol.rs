@@ -178,13 +178,30 @@ pub enum FromHost {
     Call {
         /// Its number: unique over the helper's life, from 1.
         call: u64,
-        /// The tool's name (a reachable one).
+        /// The tool's name, as the code wrote it (the backend refuses one not reachable).
         name: String,
-        /// The input, unchecked.
+        /// The input, unchecked (`null` when the helper refused it).
         input: Value,
+        /// More calls of the same flush follow at once: the backend may run them together.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        more: bool,
+        /// Refused by the helper before it could be sent as it was (input not JSON, too
+        /// large or deep, past `max_calls`): the backend records it and answers this error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<Refusal>,
     },
     /// The running cell ended.
     Done(Done),
+}
+
+/// A call the helper refused: the `ToolError` the code gets, once the backend recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// Its code.
+    pub code: ToolErrorCode,
+    /// Why (non-empty).
+    pub message: String,
 }
 
 /// Why a line could not be read: every one breaks the protocol.
@@ -415,8 +432,30 @@ mod tests {
             Ok(FromHost::Call {
                 call: 1,
                 name: "x".into(),
-                input: json!([1])
+                input: json!([1]),
+                more: false,
+                refused: None,
             })
+        );
+        let refused = FromHost::Call {
+            call: 2,
+            name: "x".into(),
+            input: Value::Null,
+            more: true,
+            refused: Some(Refusal {
+                code: ToolErrorCode::Limit,
+                message: "past max_calls".into(),
+            }),
+        };
+        let v: Value = serde_json::from_slice(&encode(&refused)).unwrap();
+        assert_eq!(
+            v,
+            json!({"type":"call","call":2,"name":"x","input":null,"more":true,
+                "refused":{"code":"limit","message":"past max_calls"}})
+        );
+        assert_eq!(
+            one::<FromHost>(&String::from_utf8(encode(&refused)).unwrap()),
+            Ok(refused)
         );
     }
 

@@ -1,10 +1,12 @@
 //! What the natives of one cell share with the engine loop: the output so far, the calls the
 //! code issued, and the helper's `store`.
 
-use super::protocol::{INPUT_BYTES, OUTPUT_BYTES, STORE_BYTES};
+use super::protocol::{Refusal, ToolErrorCode, INPUT_BYTES, OUTPUT_BYTES, STORE_BYTES};
 use crate::util::text::cut;
 use serde_json::Value;
+use std::cell::Cell as Flag;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 /// `store`/`load` values of one helper (so of one attachment): JSON texts by key.
 #[derive(Debug, Default)]
@@ -90,19 +92,24 @@ pub struct Issued {
     pub call: u64,
     /// The tool.
     pub name: String,
-    /// The input as the code passed it.
+    /// The input as the code passed it (`null` when refused).
     pub input: Value,
+    /// Refused here: the backend records it and answers this error.
+    pub refused: Option<Refusal>,
 }
 
-/// Why a call was refused before it was sent (the codes the prelude turns into `ToolError`).
-pub const REFUSED_LIMIT: i64 = -1;
-/// The input's JSON passed [`INPUT_BYTES`].
-pub const REFUSED_TOO_LARGE: i64 = -2;
-/// The input nests deeper than [`INPUT_DEPTH`] (or is not JSON serde reads).
-pub const REFUSED_TOO_DEEP: i64 = -3;
+/// Returned to the prelude instead of a call number once the code issued more calls than
+/// [`CALLS_PAST_LIMIT`] past its `max_calls`: the cell fails.
+pub const REFUSED_RUNAWAY: i64 = -1;
+/// Calls past `max_calls` still sent (each recorded by the backend and refused `limit`)
+/// before the cell fails: bounds what a loop that ignores `limit` leaves in the history.
+pub const CALLS_PAST_LIMIT: u32 = 1_000;
 /// Deepest input nesting sent: well inside serde_json's 128 levels, which the `call` line
 /// around it must also fit.
 pub const INPUT_DEPTH: usize = 64;
+/// The uncaught text of a cell stopped past [`CALLS_PAST_LIMIT`].
+pub const RUNAWAY_TEXT: &str =
+    "Error: the code kept calling tools past max_calls; the cell was stopped";
 
 /// One cell's shared state.
 #[derive(Debug)]
@@ -119,6 +126,8 @@ pub struct Shared {
     pub outstanding: BTreeSet<u64>,
     /// The helper's store, lent to the cell.
     pub store: Store,
+    /// Raised past [`CALLS_PAST_LIMIT`]; the engine's interrupt handler reads it.
+    pub runaway: Rc<Flag<bool>>,
 }
 
 impl Shared {
@@ -133,6 +142,7 @@ impl Shared {
             queued: Vec::new(),
             outstanding: BTreeSet::new(),
             store,
+            runaway: Rc::new(Flag::new(false)),
         }
     }
 
@@ -142,28 +152,50 @@ impl Shared {
         self.next_call
     }
 
-    /// Counts a call refused before any check here (unknown tool, input not JSON).
-    pub fn refused(&mut self) {
+    /// Issues a call whose input is `json` (`None`: the code passed a value JSON cannot
+    /// hold): its number, or [`REFUSED_RUNAWAY`]. Every call goes to the backend, which
+    /// records it; one this side cannot send as it is goes with its refusal and input `null`.
+    pub fn issue(&mut self, name: String, json: Option<&str>) -> i64 {
         self.calls = self.calls.saturating_add(1);
-    }
-
-    /// Issues a call: its number, or [`REFUSED_LIMIT`] / [`REFUSED_TOO_LARGE`].
-    pub fn issue(&mut self, name: String, json: &str) -> i64 {
-        self.calls = self.calls.saturating_add(1);
-        if self.calls > self.max_calls {
-            return REFUSED_LIMIT;
+        if self.calls > self.max_calls.saturating_add(CALLS_PAST_LIMIT) {
+            self.runaway.set(true);
+            return REFUSED_RUNAWAY;
         }
-        if json.len() > INPUT_BYTES {
-            return REFUSED_TOO_LARGE;
-        }
-        let input = match serde_json::from_str::<Value>(json) {
-            Ok(v) if depth(&v) <= INPUT_DEPTH => v,
-            _ => return REFUSED_TOO_DEEP,
+        let (input, refused) = if self.calls > self.max_calls {
+            let why = format!("limit: a cell makes at most {} tool calls", self.max_calls);
+            (Value::Null, Some((ToolErrorCode::Limit, why)))
+        } else {
+            read_input(json)
         };
         let call = self.next_call;
         self.next_call += 1;
-        self.queued.push(Issued { call, name, input });
+        self.queued.push(Issued {
+            call,
+            name,
+            input,
+            refused: refused.map(|(code, message)| Refusal { code, message }),
+        });
         i64::try_from(call).unwrap_or(i64::MAX)
+    }
+}
+
+/// The input to send, or `null` with why it cannot be.
+fn read_input(json: Option<&str>) -> (Value, Option<(ToolErrorCode, String)>) {
+    let refuse = |why: &str| {
+        (
+            Value::Null,
+            Some((ToolErrorCode::InvalidInput, why.to_owned())),
+        )
+    };
+    let Some(json) = json else {
+        return refuse("invalid input: the value is not JSON");
+    };
+    if json.len() > INPUT_BYTES {
+        return refuse("invalid input: over 1 MiB of JSON");
+    }
+    match serde_json::from_str::<Value>(json) {
+        Ok(v) if depth(&v) <= INPUT_DEPTH => (v, None),
+        _ => refuse("invalid input: nests deeper than 64 levels"),
     }
 }
 
@@ -211,21 +243,37 @@ mod tests {
     }
 
     #[test]
-    fn calls_past_the_limit_are_refused_and_counted() {
+    fn every_call_is_queued_with_its_refusal_until_the_runaway_bound() {
+        let refusal = |s: &Shared, i: usize| s.queued[i].refused.as_ref().map(|r| r.code);
         let mut s = Shared::new(1, 7, Store::default());
-        assert_eq!(s.issue("a".into(), "{}"), 7);
-        assert_eq!(s.issue("a".into(), "{}"), REFUSED_LIMIT);
-        s.refused();
-        assert_eq!((s.calls, s.next_call(), s.queued.len()), (3, 8, 1));
-        let mut s = Shared::new(5, 1, Store::default());
-        let big = format!("\"{}\"", "x".repeat(INPUT_BYTES));
-        assert_eq!(s.issue("a".into(), &big), REFUSED_TOO_LARGE);
-        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
-        assert!(s.issue("a".into(), &deep(INPUT_DEPTH)) > 0);
-        assert_eq!(
-            s.issue("a".into(), &deep(INPUT_DEPTH + 1)),
-            REFUSED_TOO_DEEP
+        assert_eq!(s.issue("a".into(), Some("{}")), 7);
+        assert_eq!(s.issue("a".into(), Some("{}")), 8);
+        assert_eq!(refusal(&s, 0), None);
+        assert_eq!(refusal(&s, 1), Some(ToolErrorCode::Limit));
+        assert_eq!(s.queued[1].input, Value::Null);
+        for _ in 1..CALLS_PAST_LIMIT {
+            assert!(s.issue("a".into(), Some("{}")) > 0);
+        }
+        assert!(!s.runaway.get());
+        assert_eq!(s.issue("a".into(), Some("{}")), REFUSED_RUNAWAY);
+        assert!(s.runaway.get());
+        let sent = usize::try_from(1 + CALLS_PAST_LIMIT).unwrap();
+        assert_eq!((s.calls, s.queued.len()), (2 + CALLS_PAST_LIMIT, sent));
+
+        let mut s = Shared::new(9, 1, Store::default());
+        s.issue("a".into(), None);
+        let at = format!("\"{}\"", "x".repeat(INPUT_BYTES - 2));
+        s.issue("a".into(), Some(&at));
+        s.issue(
+            "a".into(),
+            Some(&format!("\"{}\"", "x".repeat(INPUT_BYTES - 1))),
         );
-        assert_eq!(s.issue("a".into(), &deep(200)), REFUSED_TOO_DEEP);
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        s.issue("a".into(), Some(&deep(INPUT_DEPTH)));
+        s.issue("a".into(), Some(&deep(INPUT_DEPTH + 1)));
+        let codes: Vec<_> = (0..5).map(|i| refusal(&s, i)).collect();
+        let bad = Some(ToolErrorCode::InvalidInput);
+        assert_eq!(codes, [bad, None, bad, None, bad]);
+        assert_eq!(s.calls, 5);
     }
 }

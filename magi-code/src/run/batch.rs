@@ -18,8 +18,9 @@ pub enum CallsNext {
     Stepped,
     /// The run ends.
     Finish(End),
-    /// A nested call (of a cell) was answered: only the cell that holds it sees this.
-    Answered(ToolRun),
+    /// A cell's nested calls were answered (by the helper's numbers, in issue order): only
+    /// the cell that holds them sees this.
+    Answered(Vec<(u64, ToolRun)>),
 }
 
 /// Where the calls go next without waiting: a loop, not a chain of calls, so a step of
@@ -38,13 +39,32 @@ pub enum Step {
     Out(CallsNext),
 }
 
-/// Where a nested call comes from: the cell of `exec` call `call_id`, as its call `seq`.
-#[derive(Debug, Clone)]
+/// Where nested calls come from: the cell of `exec` call `call_id`; one entry a call of
+/// the batch's list, and the answers so far.
+#[derive(Debug)]
 pub struct Nested {
     pub call_id: String,
+    pub calls: Vec<NestedCall>,
+    pub answers: Vec<(u64, ToolRun)>,
+}
+
+/// One nested call: the helper's number for it, its `seq` in the cell, and why it is
+/// refused before its policy (by the helper, unreachable, past `max_calls`).
+#[derive(Debug, Clone)]
+pub struct NestedCall {
+    pub call: u64,
     pub seq: u64,
-    /// Refused before its policy (unreachable, past `max_calls`): why, and its code.
     pub refuse: Option<(String, ToolErrorCode)>,
+}
+
+/// A call the code issued, queued until the calls before it are answered.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub call: u64,
+    pub name: String,
+    pub input: Value,
+    /// The helper's refusal, if any.
+    pub refused: Option<(ToolErrorCode, String)>,
 }
 
 /// A running cell: its clock, its nested call in flight and those queued behind it.
@@ -62,10 +82,10 @@ pub struct Cell {
     /// Nested calls issued so far (the next one's `seq`) and how many may be.
     pub issued: u64,
     pub max_calls: u32,
-    /// The nested call in flight: the helper's number and its one-call batch.
-    pub inner: Option<(u64, Box<Calls>)>,
-    /// Calls issued while one runs, in issue order.
-    pub queue: VecDeque<(u64, String, Value)>,
+    /// The nested calls in flight, as one batch (read-class ones run together).
+    pub inner: Option<Box<Calls>>,
+    /// Calls issued while others run, in issue order.
+    pub queue: VecDeque<Queued>,
 }
 
 impl Cell {
@@ -77,7 +97,7 @@ impl Cell {
                 .saturating_add(self.timeout_ms)
                 .saturating_add(self.paused)
         });
-        let inner = self.inner.as_ref().and_then(|(_, c)| c.deadline());
+        let inner = self.inner.as_ref().and_then(|c| c.deadline());
         match (own, inner) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -156,7 +176,7 @@ pub struct Calls {
     pub runs: Vec<ToolRun>,
     pub results: Vec<Item>,
     pub wait: Wait,
-    /// A nested call's one-call batch: its cell's origin.
+    /// A cell's nested calls: their origin.
     pub nested: Option<Nested>,
 }
 
@@ -169,7 +189,7 @@ impl Calls {
             Wait::Cell(cell) => cell
                 .inner
                 .as_ref()
-                .map_or(State::RunningCalls, |(_, c)| c.state()),
+                .map_or(State::RunningCalls, |c| c.state()),
             _ => State::RunningCalls,
         }
     }
@@ -179,7 +199,7 @@ impl Calls {
         match &self.wait {
             Wait::Approval { id, .. } => Some(Waiting::Approval(id.clone())),
             Wait::Client { id, .. } => Some(Waiting::ClientCall(id.clone())),
-            Wait::Cell(cell) => cell.inner.as_ref().and_then(|(_, c)| c.waiting()),
+            Wait::Cell(cell) => cell.inner.as_ref().and_then(|c| c.waiting()),
             _ => None,
         }
     }

@@ -54,10 +54,14 @@ pub fn start_calls(
     run(sh, Step::Go(c, Todo::Batch))
 }
 
-/// Runs one call a cell's code issued, through the pipeline of a direct call: answered
-/// with [`CallsNext::Answered`] (now or after its waits), never stored as a step.
-pub fn start_nested(sh: &mut Shared, from: Nested, name: String, input: Value) -> CallsNext {
-    let list = vec![(from.call_id.clone(), name, input)];
+/// Runs calls a cell's code issued (`list[i]` is `from.calls[i]`), through the pipeline of
+/// direct calls, batched as they are: answered with [`CallsNext::Answered`] (now or after
+/// their waits), never stored as a step.
+pub fn start_nested(sh: &mut Shared, from: Nested, list: Vec<(String, Value)>) -> CallsNext {
+    let list = list
+        .into_iter()
+        .map(|(name, input)| (from.call_id.clone(), name, input))
+        .collect();
     let c = calls(Vec::new(), list, Some(from));
     run(sh, Step::Go(c, Todo::Batch))
 }
@@ -93,18 +97,25 @@ pub fn resume(sh: &mut Shared, c: Box<Calls>) -> CallsNext {
     run(sh, Step::Go(c, Todo::Complete))
 }
 
-/// Whether a call runs without asking: a read-class tool whose policy is `allow`, with an
-/// object input. Such calls may run concurrently.
-fn runs_unasked(sh: &Shared, (_, name, input): &(String, String, Value)) -> bool {
+/// Whether call `i` runs without asking: a read-class tool whose policy (Code Mode's for a
+/// nested call) is `allow`, with an object input, not refused first. Such calls may run
+/// concurrently.
+fn runs_unasked(sh: &Shared, c: &Calls, i: usize) -> bool {
+    let (_, name, input) = &c.list[i];
+    let nested = c.nested.as_ref();
     sh.cfg.tools.class(name) == Some(ToolClass::Read)
-        && sh.cfg.policies.read == Policy::Allow
+        && policy(sh, name, nested.is_some()) == Some(Policy::Allow)
         && input.is_object()
+        && nested.is_none_or(|n| n.calls.get(i).is_some_and(|n| n.refuse.is_none()))
 }
 
 fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     c.at += c.n;
     if c.at >= c.list.len() {
-        return calls_done(sh, c);
+        return match c.nested.as_mut() {
+            Some(n) => Step::Out(CallsNext::Answered(std::mem::take(&mut n.answers))),
+            None => calls_done(sh, c),
+        };
     }
     let (at, len) = (c.at, c.list.len());
     let first = repeated(sh, &mut c, at);
@@ -112,8 +123,8 @@ fn next_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     while at + n < len
         && n < CONCURRENT_READS
         && !first
-        && runs_unasked(sh, &c.list[at])
-        && runs_unasked(sh, &c.list[at + n])
+        && runs_unasked(sh, &c, at)
+        && runs_unasked(sh, &c, at + n)
         && !repeated(sh, &mut c, at + n)
     {
         n += 1;
@@ -177,7 +188,11 @@ fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
 /// (unreachable, past `max_calls`), or a repeat of the runaway rule. `Some(true)` for a
 /// repeat, which is reported.
 fn refused_first(c: &Calls, i: usize, p: &mut Prepared) -> Option<bool> {
-    if let Some((why, code)) = c.nested.as_ref().and_then(|n| n.refuse.as_ref()) {
+    let refusal = c
+        .nested
+        .as_ref()
+        .and_then(|n| n.calls.get(i)?.refuse.as_ref());
+    if let Some((why, code)) = refusal {
         p.refuse(why, *code);
         return Some(false);
     }
@@ -480,8 +495,9 @@ fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
         };
         c.runs.push(run);
     }
-    if let Some(from) = c.nested.take() {
-        return Step::Out(nested_answered(sh, &mut c, from));
+    if c.nested.is_some() {
+        nested_answered(sh, &mut c);
+        return Step::Go(c, Todo::Batch);
     }
     for ((call_id, _, _), run) in c.list[c.at..c.at + c.n].iter().zip(c.runs.drain(..)) {
         let record = sh.voice.record(Body::ToolResult {
@@ -500,22 +516,28 @@ fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     Step::Go(c, Todo::Batch)
 }
 
-/// A nested call's one `code_call` record (in issue order, as calls run one at a time),
-/// and its answer for the cell.
-fn nested_answered(sh: &mut Shared, c: &mut Calls, from: Nested) -> CallsNext {
-    let run = c.runs.pop().unwrap_or_else(cancelled_run);
-    let (_, name, input) = c.list.pop().unwrap_or_default();
-    let record = sh.voice.record(Body::CodeCall {
-        run_id: sh.cfg.run_id.clone(),
-        call_id: from.call_id,
-        seq: from.seq,
-        name,
-        input,
-        output: run.output.clone(),
-        is_error: run.is_error,
-    });
-    sh.records.push(record);
-    CallsNext::Answered(run)
+/// The batch's nested calls' `code_call` records (in issue order) and answers for the cell.
+fn nested_answered(sh: &mut Shared, c: &mut Calls) {
+    let Some(from) = c.nested.as_mut() else {
+        return;
+    };
+    let runs = std::mem::take(&mut c.runs);
+    for (i, run) in (c.at..c.at + c.n).zip(runs) {
+        let (Some((_, name, input)), Some(n)) = (c.list.get(i), from.calls.get(i)) else {
+            continue;
+        };
+        let record = sh.voice.record(Body::CodeCall {
+            run_id: sh.cfg.run_id.clone(),
+            call_id: from.call_id.clone(),
+            seq: n.seq,
+            name: name.clone(),
+            input: input.clone(),
+            output: run.output.clone(),
+            is_error: run.is_error,
+        });
+        sh.records.push(record);
+        from.answers.push((n.call, run));
+    }
 }
 
 /// Ends a nested call in flight now, as cancelled (its cell ended under it): its final
@@ -533,16 +555,19 @@ pub fn abandon(sh: &mut Shared, mut c: Box<Calls>) -> CallsNext {
             }));
     }
     if c.done < c.n {
-        let p = c.current.take().or_else(|| match c.slots.pop() {
-            Some(Slot::Started(p)) => Some(*p),
-            _ => None,
-        });
-        c.slots = vec![p.map_or(Slot::Skipped, |mut p| {
-            p.refuse("cancelled", ToolErrorCode::Cancelled);
-            Slot::Started(Box::new(p))
-        })];
-        c.outcomes = vec![None];
-        c.done = 0;
+        if let Some(p) = c.current.take() {
+            c.slots.push(Slot::Started(Box::new(p)));
+        }
+        for slot in c.slots.iter_mut().skip(c.done) {
+            if let Slot::Started(p) = slot {
+                p.refuse("cancelled", ToolErrorCode::Cancelled);
+            }
+        }
+        c.slots.resize_with(c.n, || Slot::Skipped);
+        c.outcomes.resize_with(c.n, || None);
+        for o in c.outcomes.iter_mut().skip(c.done) {
+            *o = None;
+        }
     }
     c.post = None;
     c.wait = Wait::Nothing;

@@ -1,10 +1,11 @@
 //! A Code Mode cell as the wait of its `exec` call (`code-mode.md` 4): the nested calls its
-//! code issues, each run through the direct calls' pipeline (`calls::start_nested`) one at
-//! a time in issue order, later ones queued; its wall clock, which stops while a nested call
-//! awaits its approval; its interrupt on timeout or cancellation; and its end, which becomes
-//! `exec`'s outcome before the batch completes as usual.
+//! code issues, run through the direct calls' pipeline (`calls::start_nested`) in issue
+//! order — the calls the helper sent together as one batch, so that read-class calls that
+//! need no approval run concurrently (up to 4), later ones queued; its wall clock, which stops
+//! while a nested call awaits its approval; its interrupt on timeout or cancellation; and its
+//! end, which becomes `exec`'s outcome before the batch completes as usual.
 
-use super::batch::{Calls, CallsNext, Cell, Nested, Wait};
+use super::batch::{Calls, CallsNext, Cell, Nested, NestedCall, Queued, Wait};
 use super::call::ToolRun;
 use super::calls;
 use super::io::CellTool;
@@ -63,7 +64,25 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
             }
             return calls::resume(sh, c);
         }
-        Input::CodeCall { call, name, input } => cell.queue.push_back((call, name, input)),
+        Input::CodeCall {
+            call,
+            name,
+            input,
+            more,
+            refused,
+        } => {
+            cell.queue.push_back(Queued {
+                call,
+                name,
+                input,
+                refused,
+            });
+            if more {
+                // The helper sent more calls with this one: they start together.
+                c.wait = Wait::Cell(cell);
+                return CallsNext::Wait(c);
+            }
+        }
         input @ (Input::Tick
         | Input::Approval { .. }
         | Input::HookEnded(_)
@@ -108,44 +127,48 @@ fn interrupt_if_due(sh: &mut Shared, cell: &mut Cell) {
     route(sh, cell, Input::Tick);
 }
 
-/// Hands an input to the nested call in flight, if any.
+/// Hands an input to the nested calls in flight, if any.
 fn route(sh: &mut Shared, cell: &mut Cell, input: Input) {
-    let Some((call, inner)) = cell.inner.take() else {
+    let Some(inner) = cell.inner.take() else {
         return;
     };
     let next = held(sh, cell.interrupted.is_some(), |sh| {
         calls::on_call_input(sh, inner, input)
     });
-    settle(sh, cell, call, next, true);
+    settle(sh, cell, next, true);
 }
 
-/// Starts the queued calls in issue order while none is in flight.
+/// Starts the queued calls, in issue order and as one batch, while none is in flight.
 fn issue(sh: &mut Shared, cell: &mut Cell) {
-    while cell.inner.is_none() {
-        let Some((call, name, input)) = cell.queue.pop_front() else {
-            return;
-        };
-        let next = start(sh, cell, name, input, cell.interrupted.is_some());
-        settle(sh, cell, call, next, true);
+    while cell.inner.is_none() && !cell.queue.is_empty() {
+        let next = start(sh, cell, cell.interrupted.is_some());
+        settle(sh, cell, next, true);
     }
 }
 
-/// Starts the cell's next call, `seq` in issue order.
-fn start(
-    sh: &mut Shared,
-    cell: &mut Cell,
-    name: String,
-    input: serde_json::Value,
-    cancel: bool,
-) -> CallsNext {
-    let seq = cell.issued;
-    cell.issued += 1;
-    let from = Nested {
+/// Starts the queued calls as one batch, each `seq` in issue order.
+fn start(sh: &mut Shared, cell: &mut Cell, cancel: bool) -> CallsNext {
+    let mut from = Nested {
         call_id: cell.call_id.clone(),
-        seq,
-        refuse: refusal(sh, cell.max_calls, seq, &name),
+        calls: Vec::with_capacity(cell.queue.len()),
+        answers: Vec::new(),
     };
-    held(sh, cancel, |sh| calls::start_nested(sh, from, name, input))
+    let mut list = Vec::with_capacity(cell.queue.len());
+    for q in cell.queue.drain(..) {
+        let seq = cell.issued;
+        cell.issued += 1;
+        let refuse = match q.refused {
+            Some((code, why)) => Some((why, code)),
+            None => refusal(sh, cell.max_calls, seq, &q.name),
+        };
+        from.calls.push(NestedCall {
+            call: q.call,
+            seq,
+            refuse,
+        });
+        list.push((q.name, q.input));
+    }
+    held(sh, cancel, |sh| calls::start_nested(sh, from, list))
 }
 
 /// Why the cell refuses call `seq` to `name` before its policy: past `max_calls`, or not
@@ -165,22 +188,24 @@ fn refusal(sh: &Shared, max_calls: u32, seq: u64, name: &str) -> Option<(String,
         .then(|| ("unknown tool".to_owned(), ToolErrorCode::UnknownTool))
 }
 
-/// Keeps the nested call in flight, or answers the code; then the clock's pause follows
-/// whether that call awaits its approval.
-fn settle(sh: &mut Shared, cell: &mut Cell, call: u64, next: CallsNext, answer: bool) {
+/// Keeps the nested calls in flight, or answers the code; then the clock's pause follows
+/// whether a call awaits its approval.
+fn settle(sh: &mut Shared, cell: &mut Cell, next: CallsNext, answer: bool) {
     match next {
-        CallsNext::Wait(inner) => cell.inner = Some((call, inner)),
-        CallsNext::Answered(run) if answer => sh.push(Output::CodeAnswer {
-            call,
-            result: answered(run),
-        }),
+        CallsNext::Wait(inner) => cell.inner = Some(inner),
+        CallsNext::Answered(runs) if answer => {
+            for (call, run) in runs {
+                let result = answered(run);
+                sh.push(Output::CodeAnswer { call, result });
+            }
+        }
         // A one-call batch of a cell neither steps nor ends the run.
         CallsNext::Answered(_) | CallsNext::Stepped | CallsNext::Finish(_) => {}
     }
     let approval = cell
         .inner
         .as_ref()
-        .is_some_and(|(_, c)| matches!(c.wait, Wait::Approval { .. }));
+        .is_some_and(|c| matches!(c.wait, Wait::Approval { .. }));
     match (approval, cell.paused_since) {
         (true, None) => cell.paused_since = Some(sh.now),
         (false, Some(t)) => {
@@ -200,15 +225,15 @@ fn answered(run: ToolRun) -> CodeResult {
     }
 }
 
-/// The cell ended: the call in flight and those queued end cancelled (each still gets its
+/// The cell ended: the calls in flight and those queued end cancelled (each still gets its
 /// `code_call` record), unanswered, since no code waits for them any more.
 fn drain(sh: &mut Shared, cell: &mut Cell) {
-    if let Some((call, inner)) = cell.inner.take() {
+    if let Some(inner) = cell.inner.take() {
         let next = held(sh, true, |sh| calls::abandon(sh, inner));
-        settle(sh, cell, call, next, false);
+        settle(sh, cell, next, false);
     }
-    while let Some((call, name, input)) = cell.queue.pop_front() {
-        let next = start(sh, cell, name, input, true);
-        settle(sh, cell, call, next, false);
+    if !cell.queue.is_empty() {
+        let next = start(sh, cell, true);
+        settle(sh, cell, next, false);
     }
 }

@@ -7,7 +7,7 @@ use super::cell::reachable;
 use super::io::{CodeConfig, Config, HookEnd, Input, Output, Policies, Stored, ToolEnd};
 use super::machine::Run;
 use crate::codemode::decl::{exec_input_schema, exec_spec};
-use crate::codemode::text::{summary, CellState};
+use crate::codemode::text::{summary, CellState, ToolErrorCode};
 use crate::config::code_mode::CodePolicies;
 use crate::config::{Hook, Hooks, Policy};
 use crate::history::compact::Snapshot;
@@ -343,10 +343,14 @@ impl Fuzz {
             1 => json!({"command": "ls"}),
             _ => Value::String(d.text()),
         };
+        let flags = d.byte();
+        let refused = (flags & 4 != 0).then(|| (ToolErrorCode::InvalidInput, "not JSON".into()));
         Input::CodeCall {
             call: self.code_calls,
             name: name.into(),
             input,
+            more: flags & 3 == 0,
+            refused,
         }
     }
 

@@ -290,6 +290,11 @@ pub enum Input {
         name: String,
         /// Its input.
         input: Value,
+        /// More calls the helper sent with this one follow at once: they start together.
+        more: bool,
+        /// Refused by the helper (input it could not send, past `max_calls`): its code and
+        /// why; recorded and answered, never run.
+        refused: Option<(ToolErrorCode, String)>,
     },
     /// The running cell ended.
     CellEnded {

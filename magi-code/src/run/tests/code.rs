@@ -52,8 +52,35 @@ fn code_call(h: &mut Harness, n: u64, name: &str, input: Value) {
         call: n,
         name: name.into(),
         input,
+        more: false,
+        refused: None,
     });
     h.pump();
+}
+
+/// The code calls `(name, input)` of `calls` from call `first` on, sent together.
+fn code_calls_together(h: &mut Harness, first: u64, calls: &[(&str, Value)]) {
+    for (i, (name, input)) in calls.iter().enumerate() {
+        h.feed(Input::CodeCall {
+            call: first + i as u64,
+            name: (*name).into(),
+            input: input.clone(),
+            more: i + 1 < calls.len(),
+            refused: None,
+        });
+    }
+    h.pump();
+}
+
+/// The sizes of the tool batches the driver was given.
+fn batches(h: &Harness) -> Vec<usize> {
+    h.outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Tools(jobs) => Some(jobs.len()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn ended(h: &mut Harness, state: CellState, output: &str, calls: u32) {
@@ -115,17 +142,9 @@ fn two_nested_reads_are_answered_in_issue_order_with_code_call_records() {
     assert_eq!(h.cells[0].max_calls, 200);
     assert!(h.cells[0].tools.iter().all(|t| t.name != "exec"));
     // The second is issued while the first runs: it waits its turn.
-    h.feed(Input::CodeCall {
-        call: 7,
-        name: "read_file".into(),
-        input: json!({"path": "a"}),
-    });
-    h.feed(Input::CodeCall {
-        call: 8,
-        name: "read_file".into(),
-        input: json!({"path": "b"}),
-    });
-    h.pump();
+    code_call(&mut h, 7, "read_file", json!({"path": "a"}));
+    code_call(&mut h, 8, "read_file", json!({"path": "b"}));
+    assert_eq!(batches(&h), [1, 1]);
     let order: Vec<_> = h.jobs.iter().map(|j| j.input["path"].clone()).collect();
     assert_eq!(order, [json!("a"), json!("b")]);
     assert_eq!(
@@ -527,4 +546,81 @@ fn nested_calls_join_the_runaway_row_after_their_exec_call() {
         is_error && output.starts_with("refused: you repeated"),
         "{output}"
     );
+}
+
+#[test]
+fn reads_sent_together_run_four_at_a_time_and_others_alone_in_issue_order() {
+    let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
+    let read = |p: &str| ("read_file", json!({ "path": p }));
+    let calls: Vec<_> = ["a", "b", "c", "d", "e", "f"].map(read).to_vec();
+    code_calls_together(&mut h, 10, &calls);
+    assert_eq!(batches(&h), [4, 2]);
+    let answered: Vec<u64> = h.answers.iter().map(|(c, _)| *c).collect();
+    assert_eq!(answered, [10, 11, 12, 13, 14, 15]);
+    // A write (ask) between reads splits them, and waits for its approval alone.
+    code_calls_together(
+        &mut h,
+        20,
+        &[
+            read("g"),
+            ("write_file", json!({"path": "w", "content": "x"})),
+            read("h"),
+        ],
+    );
+    assert_eq!(batches(&h), [4, 2, 1]);
+    assert_eq!(h.run.state(), State::AwaitingApproval);
+    let Some(Waiting::Approval(id)) = h.run.waiting() else {
+        panic!("the write asks");
+    };
+    h.feed(Input::Approval {
+        approval_id: id,
+        allow: true,
+    });
+    h.pump();
+    assert_eq!(batches(&h), [4, 2, 1, 1, 1]);
+    let answered: Vec<u64> = h.answers.iter().skip(6).map(|(c, _)| *c).collect();
+    assert_eq!(answered, [20, 21, 22]);
+    ended(&mut h, CellState::Completed, "", 9);
+    let seqs: Vec<u64> = code_calls(&h).iter().map(|c| c.0).collect();
+    assert_eq!(seqs, (0..9).collect::<Vec<_>>());
+    calls_answered(&h.store).unwrap();
+    replay_valid(&h.store).unwrap();
+}
+
+#[test]
+fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
+    let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
+    for (n, code) in [(1, ToolErrorCode::InvalidInput), (2, ToolErrorCode::Limit)] {
+        h.feed(Input::CodeCall {
+            call: n,
+            name: "read_file".into(),
+            input: Value::Null,
+            more: false,
+            refused: Some((code, format!("refused {n}"))),
+        });
+        h.pump();
+    }
+    assert!(h.jobs.is_empty() && batches(&h).is_empty(), "never run");
+    assert_eq!(
+        h.answers,
+        [
+            (
+                1,
+                Err((ToolErrorCode::InvalidInput, "refused 1".to_owned()))
+            ),
+            (2, Err((ToolErrorCode::Limit, "refused 2".to_owned())))
+        ]
+    );
+    ended(&mut h, CellState::Completed, "", 2);
+    let calls = code_calls(&h);
+    assert_eq!(
+        calls,
+        [
+            (0, "read_file".to_owned(), "refused 1".to_owned(), true),
+            (1, "read_file".to_owned(), "refused 2".to_owned(), true)
+        ]
+    );
+    let nested = finals(&h, "read_file");
+    assert_eq!(nested.len(), 2);
+    assert!(nested.iter().all(|(s, _)| *s == ActivityState::Failed));
 }

@@ -260,11 +260,15 @@ impl Harness {
             return;
         };
         self.open_cell = Some((self.answers.len(), calls.len() as u32));
+        let last = calls.len().saturating_sub(1);
+        // Sent together, as the helper sends the calls of one flush.
         for (n, (name, input)) in calls.into_iter().enumerate() {
             self.feed(Input::CodeCall {
                 call: n as u64,
                 name,
                 input,
+                more: n < last,
+                refused: None,
             });
         }
         self.helper_answered();
