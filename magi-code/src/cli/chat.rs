@@ -1,16 +1,16 @@
 //! `magi-code chat`: a terminal client for people, with streaming replies, tool activity,
 //! approval prompts, Ctrl-C to stop a turn, and commands to list and switch sessions.
 
+use super::chat_view::{flush, printable, word, Cells, Screen, Style};
 use super::interrupt;
 use crate::client::{Client, ClientError, Turn, Update};
+use crate::wire::events::ApprovalRequestedData;
 use crate::wire::requests::{
     ApprovalAnswerParams, SessionOpenParams, SnapshotPageParams, TurnCancelParams,
 };
 use crate::wire::results::{SessionListResult, SessionResult};
 use crate::wire::{requests::EmptyParams, Call, Event};
-use serde::Serialize;
-use serde_json::Value;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 use std::os::unix::process::CommandExt;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -23,8 +23,6 @@ const INDICATOR_AFTER: Duration = Duration::from_millis(300);
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// Most `session.list` pages read for one `/sessions` (the listing holds at most 256).
 const LIST_PAGES: usize = 16;
-/// The waiting indicator's frames.
-const SPINNER: [char; 4] = ['|', '/', '-', '\\'];
 
 const HELP: &str = "\
 /help        this list
@@ -100,89 +98,6 @@ fn read_lines() -> Option<Receiver<String>> {
     Some(rx)
 }
 
-/// What the terminal can show.
-struct Style {
-    /// Stdout is a terminal (the waiting indicator may show).
-    tty: bool,
-    /// Escapes may colour the output (a terminal, and `NO_COLOR` unset or empty).
-    color: bool,
-}
-
-impl Style {
-    fn dim(&self, s: &str) -> String {
-        self.paint("2", s)
-    }
-
-    fn red(&self, s: &str) -> String {
-        self.paint("31", s)
-    }
-
-    fn paint(&self, sgr: &str, s: &str) -> String {
-        if self.color {
-            format!("\x1b[{sgr}m{s}\x1b[0m")
-        } else {
-            s.to_owned()
-        }
-    }
-}
-
-/// Text from the server as the terminal may show it: no control characters but LF and tab,
-/// so a reply cannot move the cursor or recolour the terminal.
-fn printable(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .collect()
-}
-
-fn field<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_default()
-}
-
-/// A wire enum's spelling (`completed`, `started` …).
-fn word(v: &impl Serialize) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-/// A finished `tool.cards` card as one line under its activity: the command and its exit
-/// code, a file's line counts, matches found. Running cards show nothing (the activity did).
-fn card_line(card: &Value) -> Option<String> {
-    let count = |k: &str| card[k].as_u64();
-    let status = field(card, "status");
-    let text = match field(card, "kind") {
-        _ if status == "running" || status.is_empty() => return None,
-        "command" => {
-            let code = card["exit_code"]
-                .as_i64()
-                .map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
-            let took = count("duration_ms").map_or_else(String::new, |ms| format!(", {ms} ms"));
-            format!("$ {} → {code}{took}", field(card, "command"))
-        }
-        "file_edit" => format!(
-            "{} +{} -{}",
-            field(card, "path"),
-            count("added").unwrap_or(0),
-            count("removed").unwrap_or(0)
-        ),
-        "file_read" => match count("lines") {
-            Some(n) => format!("{}: {n} lines", field(card, "path")),
-            None => format!("{}: {status}", field(card, "path")),
-        },
-        "search" => match count("matches") {
-            Some(n) => format!("{}: {n} matches", field(card, "title")),
-            None => format!("{}: {status}", field(card, "title")),
-        },
-        _ => format!("{}: {status}", field(card, "title")),
-    };
-    Some(format!("  {text}"))
-}
-
-fn flush() {
-    let _ = std::io::stdout().flush();
-}
-
 /// One line of input, or why there is none.
 enum Line {
     Text(String),
@@ -190,58 +105,21 @@ enum Line {
     Interrupted,
 }
 
+/// A running turn and what it has shown.
+struct Running {
+    turn: Turn,
+    began: Instant,
+    screen: Screen,
+    cells: Cells,
+    /// `turn.cancel` was sent (a second Ctrl-C leaves).
+    cancelling: bool,
+}
+
 /// Whether the chat goes on after a turn.
 #[derive(PartialEq, Eq)]
 enum After {
     Prompt,
     Quit,
-}
-
-/// What a running turn has shown.
-struct Screen {
-    /// The cursor is not at the start of a line.
-    mid_line: bool,
-    /// Anything but the waiting indicator was shown.
-    produced: bool,
-    /// The indicator frame on screen, if any.
-    spinner: Option<usize>,
-}
-
-impl Screen {
-    /// Takes the waiting indicator off the screen.
-    fn clear(&mut self) {
-        if self.spinner.take().is_some() {
-            print!("\x08 \x08");
-        }
-    }
-
-    /// Clears the indicator and starts a new line unless at one.
-    fn line_start(&mut self) {
-        self.clear();
-        if self.mid_line {
-            println!();
-            self.mid_line = false;
-        }
-    }
-
-    /// Prints reply text where the cursor is.
-    fn show(&mut self, text: &str) {
-        if !text.is_empty() {
-            self.mid_line = !text.ends_with('\n');
-        }
-        print!("{text}");
-        flush();
-    }
-
-    fn tick(&mut self) {
-        let k = self.spinner.map_or(0, |k| (k + 1) % SPINNER.len());
-        if self.spinner.is_some() {
-            print!("\x08");
-        }
-        print!("{}", SPINNER[k]);
-        flush();
-        self.spinner = Some(k);
-    }
 }
 
 struct Chat {
@@ -359,7 +237,7 @@ impl Chat {
 
     /// One turn: streams its reply, activity and approvals until `run.finished`.
     fn turn(&mut self, prompt: &str) -> After {
-        let mut turn = match self.client.start_turn(&self.sid, prompt) {
+        let turn = match self.client.start_turn(&self.sid, prompt) {
             Ok(turn) => turn,
             Err(ClientError::Rejected(e)) => {
                 self.error_line(&format!("[turn refused: {}]", e.code));
@@ -372,124 +250,142 @@ impl Chat {
         };
         print!("magi> ");
         flush();
-        let began = Instant::now();
-        let mut screen = Screen {
-            mid_line: true,
-            produced: false,
-            spinner: None,
+        let mut run = Running {
+            turn,
+            began: Instant::now(),
+            screen: Screen::new(),
+            cells: Cells::default(),
+            cancelling: false,
         };
-        let mut cancelling = false;
         loop {
             if interrupt::take() {
-                screen.line_start();
-                if cancelling {
+                run.screen.line_start();
+                if run.cancelling {
                     return After::Quit;
                 }
-                cancelling = true;
+                run.cancelling = true;
                 println!("{}", self.style.dim("[stopping; Ctrl-C again leaves]"));
-                self.cancel(&turn);
+                self.cancel(&run.turn);
             }
             let e = match self.client.next_event(TICK) {
                 Ok(Some(e)) => e,
                 Ok(None) => {
-                    if self.style.tty && !screen.produced && began.elapsed() >= INDICATOR_AFTER {
-                        screen.tick();
+                    let quiet = !run.screen.produced && run.began.elapsed() >= INDICATOR_AFTER;
+                    if self.style.tty && quiet {
+                        run.screen.tick();
                     }
                     continue;
                 }
                 Err(_) => {
-                    screen.line_start();
+                    run.screen.line_start();
                     self.error_line("[the server stopped]");
                     return After::Quit;
                 }
             };
-            let Ok(update) = turn.apply(&e) else {
-                screen.line_start();
+            let Ok(update) = run.turn.apply(&e) else {
+                run.screen.line_start();
                 self.error_line("[the server broke the protocol]");
                 return After::Quit;
             };
-            match (e, update) {
-                (_, Update::Delta { text, .. }) => {
-                    screen.clear();
-                    screen.produced = true;
-                    screen.show(&printable(&text));
-                }
-                (_, Update::Reconciled { text, shown, .. }) => {
-                    screen.produced = true;
-                    // The reconciled text replaces what the deltas showed: what is missing is
-                    // added, and a reply that differs is shown again whole.
-                    match text.strip_prefix(shown.as_str()) {
-                        Some(rest) => screen.show(&printable(rest)),
-                        None => {
-                            screen.line_start();
-                            screen.show(&printable(&text));
-                        }
-                    }
-                }
-                (Event::Activity(a), _) => {
-                    screen.line_start();
-                    screen.produced = true;
-                    let line = format!("[{} {}: {}]", a.name, word(&a.state), a.summary);
-                    println!("{}", self.style.dim(&printable(&line)));
-                }
-                (Event::ToolCard(c), _) => {
-                    let card = serde_json::to_value(&c.card).unwrap_or_default();
-                    if let Some(line) = card_line(&card) {
-                        screen.line_start();
-                        println!("{}", self.style.dim(&printable(&line)));
-                    }
-                }
-                (Event::Diagnostic(d), _) => {
-                    screen.line_start();
-                    let line = format!("[{}: {}]", d.code, d.summary);
-                    println!("{}", self.style.dim(&printable(&line)));
-                }
-                (Event::ApprovalRequested(a), _) => {
-                    screen.line_start();
-                    screen.produced = true;
-                    print!("allow {}? [y/N] ", printable(&a.summary));
-                    flush();
-                    let allow = match self.line() {
-                        Line::Text(a) => a.trim().eq_ignore_ascii_case("y"),
-                        Line::Eof => false,
-                        Line::Interrupted if cancelling => {
-                            println!();
-                            return After::Quit;
-                        }
-                        Line::Interrupted => {
-                            cancelling = true;
-                            println!();
-                            println!("{}", self.style.dim("[stopping; Ctrl-C again leaves]"));
-                            self.cancel(&turn);
-                            false
-                        }
-                    };
-                    // A terminal echoes the answer's LF; a pipe does not.
-                    screen.mid_line = !self.stdin_tty;
-                    let _ = self
-                        .client
-                        .send_detached(Call::ApprovalAnswer(ApprovalAnswerParams {
-                            session_id: self.sid.clone(),
-                            run_id: a.run_id,
-                            approval_id: a.approval_id,
-                            allow,
-                        }));
-                }
-                (Event::RunFinished(d), _) => {
-                    screen.line_start();
-                    match (word(&d.outcome).as_str(), d.error_code) {
-                        ("completed", _) => {}
-                        ("cancelled", _) => println!("{}", self.style.dim("[cancelled]")),
-                        (outcome, code) => {
-                            let code = code.unwrap_or_else(|| "-".to_owned());
-                            self.error_line(&format!("[{outcome}: {code}]"));
-                        }
-                    }
-                    return After::Prompt;
-                }
-                _ => {}
+            if let Some(after) = self.on_event(&mut run, e, update) {
+                return after;
             }
         }
+    }
+
+    /// Shows one event of a running turn; Some when the turn is over for the chat.
+    fn on_event(&mut self, run: &mut Running, e: Event, update: Update) -> Option<After> {
+        let screen = &mut run.screen;
+        match (e, update) {
+            (_, Update::Delta { text, .. }) => {
+                screen.clear();
+                screen.produced = true;
+                screen.show(&printable(&text));
+            }
+            (_, Update::Reconciled { text, shown, .. }) => {
+                screen.produced = true;
+                // The reconciled text replaces what the deltas showed: what is missing is
+                // added, and a reply that differs is shown again whole.
+                match text.strip_prefix(shown.as_str()) {
+                    Some(rest) => screen.show(&printable(rest)),
+                    None => {
+                        screen.line_start();
+                        screen.show(&printable(&text));
+                    }
+                }
+            }
+            (Event::Activity(a), _) => {
+                screen.line_start();
+                screen.produced = true;
+                if let Some(line) = run.cells.activity(&a) {
+                    println!("{}", self.style.dim(&printable(&line)));
+                }
+            }
+            (Event::ToolCard(c), _) => {
+                let card = serde_json::to_value(&c.card).unwrap_or_default();
+                if let Some(line) = run.cells.card(&c.activity_id, &card) {
+                    screen.line_start();
+                    println!("{}", self.style.dim(&printable(&line)));
+                }
+            }
+            (Event::Diagnostic(d), _) => {
+                screen.line_start();
+                let line = format!("[{}: {}]", d.code, d.summary);
+                println!("{}", self.style.dim(&printable(&line)));
+            }
+            (Event::ApprovalRequested(a), _) => return self.approval(run, a),
+            (Event::RunFinished(d), _) => {
+                screen.line_start();
+                match (word(&d.outcome).as_str(), d.error_code) {
+                    ("completed", _) => {}
+                    ("cancelled", _) => println!("{}", self.style.dim("[cancelled]")),
+                    (outcome, code) => {
+                        let code = code.unwrap_or_else(|| "-".to_owned());
+                        self.error_line(&format!("[{outcome}: {code}]"));
+                    }
+                }
+                return Some(After::Prompt);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Asks the person about `a` (default deny) and sends the answer; Some(Quit) when Ctrl-C
+    /// came twice.
+    fn approval(&mut self, run: &mut Running, a: ApprovalRequestedData) -> Option<After> {
+        let screen = &mut run.screen;
+        screen.line_start();
+        screen.produced = true;
+        let indent = run.cells.approval_indent(&a.summary);
+        print!("{indent}allow {}? [y/N] ", printable(&a.summary));
+        flush();
+        let allow = match self.line() {
+            Line::Text(a) => a.trim().eq_ignore_ascii_case("y"),
+            Line::Eof => false,
+            Line::Interrupted if run.cancelling => {
+                println!();
+                return Some(After::Quit);
+            }
+            Line::Interrupted => {
+                run.cancelling = true;
+                println!();
+                println!("{}", self.style.dim("[stopping; Ctrl-C again leaves]"));
+                self.cancel(&run.turn);
+                false
+            }
+        };
+        // A terminal echoes the answer's LF; a pipe does not.
+        run.screen.mid_line = !self.stdin_tty;
+        let _ = self
+            .client
+            .send_detached(Call::ApprovalAnswer(ApprovalAnswerParams {
+                session_id: self.sid.clone(),
+                run_id: a.run_id,
+                approval_id: a.approval_id,
+                allow,
+            }));
+        None
     }
 
     /// Asks the server to stop `turn` (its answer does not matter: `run.finished` tells).

@@ -2,6 +2,7 @@
 //! and trace replay, all on [`crate::client`]. Never on the serve path.
 
 pub mod chat;
+mod chat_view;
 pub mod demo;
 mod interrupt;
 pub mod replay;

@@ -357,3 +357,75 @@ fn ctrl_c_twice_leaves_a_running_turn() {
     assert!(began.elapsed() < Duration::from_secs(8));
     assert_eq!(code, 0, "{}", live.seen);
 }
+
+/// Settings with Code Mode on that play a turn calling `exec` with `code`, then `after`.
+fn use_cell(home: &Path, code: &str, after: &[serde_json::Value]) {
+    let path = home.join("script.json");
+    let mut steps = vec![serde_json::json!({"tool": {"name": "exec", "input": {"code": code}}})];
+    steps.extend_from_slice(after);
+    steps.push(serde_json::json!({"text": "done"}));
+    let script = serde_json::json!({"turns": [{"steps": steps}]});
+    std::fs::write(&path, script.to_string()).unwrap();
+    let settings = serde_json::json!({"model": "script", "providers": {"scripted": {"script": path}},
+        "code_mode": {"enabled": true}});
+    std::fs::write(home.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// A Code Mode cell is one block (`code-mode.md` 6): the `exec` header, each nested call
+/// beneath it in order with its final state and card, the `exec`'s final state, then the reply.
+#[test]
+fn chat_shows_a_code_mode_cell_as_one_block() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(cwd.path().join("b.txt"), "beta\ngamma\n").unwrap();
+    let code = "const a = await tools.read_file({path:\"a.txt\"});\n\
+                const b = await tools.read_file({path:\"b.txt\"});\nreturn a.length + b.length";
+    use_cell(home.path(), code, &[]);
+    let (code, out) = chat(home.path(), cwd.path(), &[], "go\n");
+    assert_eq!(code, 0, "{out}");
+    let block = "magi> \n[exec: 3 lines]\n\
+                 \x20 [read_file completed: read_file a.txt: read 1 lines]\n\
+                 \x20   a.txt: 1 lines\n\
+                 \x20 [read_file completed: read_file b.txt: read 2 lines]\n\
+                 \x20   b.txt: 2 lines\n\
+                 [exec completed: exec: 3 lines]\ndone\n";
+    assert!(out.contains(block), "{out}");
+    assert!(
+        !out.contains("started"),
+        "nested calls show once, when they end: {out}"
+    );
+}
+
+/// A nested call that fails shows `failed` in the block, caught or not; an approval for a
+/// nested call is asked inside it; a direct call after the cell shows as before.
+#[test]
+fn chat_shows_failed_nested_calls_and_their_approvals_inside_the_cell() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let code = "try { await tools.read_file({path:\"missing.txt\"}); } catch (e) {}\n\
+                await tools.write_file({path:\"w.txt\", content:\"x\"});\n\
+                await tools.read_file({path:\"gone.txt\"});";
+    let direct = serde_json::json!({"tool": {"name": "read_file", "input": {"path": "w.txt"}}});
+    use_cell(home.path(), code, &[direct]);
+    let (code, out) = chat(home.path(), cwd.path(), &[], "go\ny\n");
+    assert_eq!(code, 0, "{out}");
+    let block = "[exec: 3 lines]\n\
+                 \x20 [read_file failed: read_file missing.txt: not found]\n\
+                 \x20   missing.txt: failed\n\
+                 \x20 allow code: write_file w.txt (1 bytes)? [y/N] \n\
+                 \x20 [write_file completed: write_file w.txt (1 bytes): wrote 1 bytes]\n\
+                 \x20   w.txt +1 -0\n\
+                 \x20 [read_file failed: read_file gone.txt: not found]\n\
+                 \x20   gone.txt: failed\n\
+                 [exec failed: exec: 3 lines]\n\
+                 [read_file started: read_file w.txt]\n\
+                 [read_file completed: read_file w.txt: read 1 lines]\n\
+                 \x20 w.txt: 1 lines\n\
+                 done\n";
+    assert!(out.contains(block), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("w.txt")).unwrap(),
+        "x"
+    );
+}
