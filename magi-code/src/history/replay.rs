@@ -10,7 +10,7 @@ use super::record::{Body, Record, RunOutcome};
 pub use super::item::{Item, ToolSpec};
 
 /// The output of a synthetic result for a stored call whose result was never recorded.
-pub const INTERRUPTED_RESULT: &str = "interrupted: no result was recorded";
+pub const INTERRUPTED_RESULT: &str = "no result: the backend stopped";
 /// The assistant note after a failed turn that has no reply.
 pub const NO_REPLY_FAILED: &str = "no reply: the turn failed";
 /// The assistant note after a cancelled turn that has no reply.

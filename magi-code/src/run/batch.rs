@@ -2,7 +2,7 @@
 //! the calls wait for. Types only; `calls` moves them.
 
 use super::call::{Prepared, ToolRun};
-use super::io::{End, InterruptReason, State, Waiting};
+use super::io::{CellJob, End, InterruptReason, State, Waiting};
 use crate::codemode::text::ToolErrorCode;
 use crate::history::Item;
 use crate::tools::ToolOutcome;
@@ -152,6 +152,9 @@ pub enum Wait {
     PostHook { hook: usize, ok: bool },
     /// The step's records' append.
     Stored,
+    /// The records so far being stored before the cell of `exec` starts (a crash mid-cell
+    /// then leaves the call on disk, answered at replay).
+    CellStored(Box<Cell>, CellJob),
     /// The cell of the batch's one `exec` call.
     Cell(Box<Cell>),
 }

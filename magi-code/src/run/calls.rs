@@ -13,7 +13,7 @@ use super::hooks::{post_hook_ended, post_hooks, pre_hook_ended, pre_hooks, refus
 use super::io::{AppendKind, CellJob, End, Input, Output, Stored, ToolEnd, ToolJob};
 use super::repeats::REPEATED;
 use super::shared::Shared;
-use crate::codemode::text::{check_size, ToolErrorCode};
+use crate::codemode::text::{check_size, result_text, CellState, ToolErrorCode};
 use crate::config::Policy;
 use crate::history::{Body, Item};
 use crate::mcp::Lost;
@@ -289,8 +289,9 @@ fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     Step::Out(CallsNext::Wait(c))
 }
 
-/// Starts `exec`'s cell, whose nested calls and end come as inputs to `cell.rs`; code over
-/// 256 KiB never runs.
+/// Starts `exec`'s cell, whose nested calls and end come as inputs to `cell.rs`, once the
+/// step's records so far (`exec`'s `tool_call` among them) are stored; code over 256 KiB
+/// never runs.
 fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
     let refused = match (&sh.cfg.code, check_size(&code)) {
         (_, Err(why)) => why,
@@ -315,8 +316,12 @@ fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
                 inner: None,
                 queue: VecDeque::new(),
             };
-            sh.voice.queue.push_back(Output::Cell(job));
-            c.wait = Wait::Cell(Box::new(cell));
+            let records = sh.store_so_far();
+            sh.voice.queue.push_back(Output::Append {
+                records,
+                kind: AppendKind::Step,
+            });
+            c.wait = Wait::CellStored(Box::new(cell), job);
             return Step::Out(CallsNext::Wait(c));
         }
     };
@@ -591,7 +596,7 @@ fn calls_done(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     }
     sh.retried = false;
     sh.comp.note(&sh.records);
-    let records = std::mem::take(&mut sh.records);
+    let records = sh.unstored();
     sh.voice.queue.push_back(Output::Append {
         records,
         kind: AppendKind::Step,
@@ -600,8 +605,32 @@ fn calls_done(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     Step::Out(CallsNext::Wait(c))
 }
 
-/// The step's records' append ended: the next step, or the end (`degraded`).
-pub fn step_stored(sh: &mut Shared, c: Box<Calls>, r: Result<Stored, ErrorCode>) -> CallsNext {
+/// The step's records' append ended: the next step, or the end (`degraded`); or, before a
+/// cell, the cell starts (unless the run was cancelled meanwhile: `exec cancelled`).
+pub fn step_stored(sh: &mut Shared, mut c: Box<Calls>, r: Result<Stored, ErrorCode>) -> CallsNext {
+    if let Wait::CellStored(..) = &c.wait {
+        let Wait::CellStored(mut cell, job) = std::mem::replace(&mut c.wait, Wait::Nothing) else {
+            return CallsNext::Wait(c);
+        };
+        if r.is_err() {
+            sh.degraded = true;
+            return CallsNext::Finish(End::Failed(ErrorCode::PersistenceFailed));
+        }
+        if sh.cancelled {
+            let state = CellState::Cancelled;
+            c.outcomes[0] = Some(ToolOutcome {
+                ok: false,
+                summary: state.line().to_owned(),
+                output: result_text(state, 0, 0, &[]),
+                details: ToolDetails::None,
+            });
+            return run(sh, Step::Go(c, Todo::Complete));
+        }
+        cell.started = sh.now;
+        sh.voice.queue.push_back(Output::Cell(job));
+        c.wait = Wait::Cell(cell);
+        return CallsNext::Wait(c);
+    }
     if !matches!(c.wait, Wait::Stored) {
         return CallsNext::Wait(c);
     }

@@ -329,7 +329,7 @@ impl Run {
     fn finish(&mut self, end: End) -> Phase {
         let (outcome, code) = self.terminal(end);
         let sh = &mut self.sh;
-        let mut records = std::mem::take(&mut sh.records);
+        let mut records = sh.unstored();
         records.push(sh.voice.record(Body::RunFinished {
             run_id: sh.cfg.run_id.clone(),
             outcome,

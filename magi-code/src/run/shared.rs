@@ -31,8 +31,10 @@ pub struct Shared {
     pub comp: Compactor,
     /// The run's content bounds and the session's projection room.
     pub content: Content,
-    /// The run's records not yet appended.
+    /// The run's records of the step so far; those before `stored` are appended already
+    /// (the step's first part, stored before a cell runs).
     pub records: Vec<Record>,
+    pub stored: usize,
     /// Steps taken.
     pub steps: u32,
     /// An overflowed step was compacted and sent again.
@@ -75,6 +77,7 @@ impl Shared {
             comp,
             content: Content::start(Room::none()),
             records: Vec::new(),
+            stored: 0,
             steps: 0,
             retried: false,
             repeats: Repeats::default(),
@@ -92,6 +95,21 @@ impl Shared {
             self.activities_full = true;
         }
         room
+    }
+
+    /// The step's records not appended yet, taken (the step is over).
+    pub fn unstored(&mut self) -> Vec<Record> {
+        let mut records = std::mem::take(&mut self.records);
+        records.drain(..self.stored.min(records.len()));
+        self.stored = 0;
+        records
+    }
+
+    /// The step's records not appended yet, copied, and counted as appended from now.
+    pub fn store_so_far(&mut self) -> Vec<Record> {
+        let records = self.records.get(self.stored..).unwrap_or_default().to_vec();
+        self.stored = self.records.len();
+        records
     }
 
     /// Queues an output for the driver.

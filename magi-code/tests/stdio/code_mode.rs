@@ -383,3 +383,52 @@ fn replacing_the_session_kills_its_helper() {
     assert!(helpers(s.pid()).is_empty());
     s.shutdown_ok("bye");
 }
+
+#[test]
+fn a_backend_killed_mid_cell_leaves_exec_on_disk_replayed_with_its_error_result() {
+    // Child A stores exec's call before its cell runs, then dies (SIGKILL) in the cell; its
+    // helper, whose stdin closes, goes too. Child B reopens the session and goes on.
+    let llm = FakeLlm::start(vec![exec("c1", "while (true) {}")]);
+    let env = code_env(&llm, &json!({}));
+    let (mut a, sid) = start_session(&env, &[]);
+    start_turn(&mut a, &sid, "spin");
+    until_match(&mut a, is_event("activity"));
+    let helper = the_helper(&a);
+    let file = crate::common::sessions_dir(&env).join(format!("{sid}.jsonl"));
+    let stored = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        stored.contains("\"tool_call\"") && stored.contains("\"exec\""),
+        "exec's call is stored before its cell runs: {stored}"
+    );
+    a.crash();
+    let t0 = Instant::now();
+    while alive(helper) {
+        assert!(
+            t0.elapsed() < WAIT,
+            "code-host {helper} outlived its backend"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let llm = FakeLlm::start(vec![chat_text(&["recovered"])]);
+    env.use_fake_llm(&llm, &json!({"code_mode": {"enabled": true}}));
+    let mut b = env.spawn();
+    drop(b.call("init", "initialize", &crate::common::init_params(&[])));
+    let open = b.call("o", "session.open", &json!({"session_id": sid}));
+    assert_eq!(open["result"]["durable"], true, "{open}");
+    start_turn(&mut b, &sid, "go on");
+    let frames = until_finished(&mut b);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let req = llm.next(WAIT);
+    let msgs = req.body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"],
+        "{msgs:#?}"
+    );
+    assert_eq!(msgs[2]["tool_calls"][0]["function"]["name"], "exec");
+    assert_eq!(msgs[3]["tool_call_id"], "c1");
+    assert_eq!(msgs[3]["content"], "no result: the backend stopped");
+    assert_eq!(msgs[5]["content"], "go on");
+}
