@@ -44,7 +44,7 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Min, quartiles and max of `v` (ms), and its first and last five, for stderr.
+/// Min, quartiles and max of `v`, and its first and last five, for stderr.
 fn spread(v: &[f64]) -> String {
     let mut w = v.to_vec();
     w.sort_by(f64::total_cmp);
@@ -350,6 +350,8 @@ fn main() {
         ("later direct", &s.later_direct),
         ("nested", &s.nested),
         ("direct many", &s.direct_many),
+        ("helper VmHWM KiB", &s.helper_hwm),
+        ("backend VmHWM KiB", &s.backend_hwm),
     ] {
         eprintln!("{name}: {}", spread(v));
     }
