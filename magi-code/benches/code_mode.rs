@@ -20,9 +20,17 @@
 //!    and two `return 1` cells, beside the peak of the same executable run for `--version`
 //!    (the cost of the executable itself; section 7 sets no target).
 //!
+//! The direct floor pays what nested calls skip: its second request carries the 50 results
+//! (the cell keeps them), and its 50 calls run on scoped threads as the runner runs any
+//! batch of read-class calls, where the cell awaits them one by one. So row 3 is the
+//! difference a model sees between the two ways, not the helper's wire cost alone
+//! (`code_host.rs` measures that).
+//!
 //! Every figure is a median over rounds; each round runs one fresh session of all the Code
 //! Mode turns and the floors interleaved with them, and one fresh session for the first-turn
 //! floor. Each turn's completed activities are counted, so a refused call fails the bench.
+//! Each series' spread goes to stderr, with the backend's own `VmHWM` per round. State lives
+//! on tmpfs (`MC_BENCH_DISK=1`: on disk).
 //!
 //! Run: `cargo bench -p magi-code --bench code_mode` (`MC_BENCH_QUICK=1` for a short run).
 
@@ -294,7 +302,7 @@ fn version_maxrss_kib() -> f64 {
     usage.ru_maxrss as f64
 }
 
-/// Medians (ms, KiB) of every measured series.
+/// Every measured series (ms, KiB), one sample (or two) per round.
 #[derive(Default)]
 struct Samples {
     first_exec: Vec<f64>,
