@@ -11,7 +11,7 @@ use std::time::Duration;
 
 const WAIT: Duration = crate::common::STEP;
 
-fn open_tab() -> Value {
+pub(crate) fn open_tab() -> Value {
     json!({
         "name": "open_tab",
         "description": "Opens a browser tab in the client.",
@@ -21,7 +21,7 @@ fn open_tab() -> Value {
 
 /// Spawns a child in `env`, initializes it with `client.tools` and [`open_tab`], creates a
 /// session; returns the child, the `initialize` result and the session ID.
-fn start_with_tools(env: &Env) -> (Server, Value, String) {
+pub(crate) fn start_with_tools(env: &Env) -> (Server, Value, String) {
     let mut s = env.spawn();
     let init = s.call(
         "init",
@@ -36,7 +36,7 @@ fn start_with_tools(env: &Env) -> (Server, Value, String) {
     (s, init, sid)
 }
 
-fn answer(sid: &str, run_id: &str, call_id: &str, ok: bool, output: &str) -> Value {
+pub(crate) fn answer(sid: &str, run_id: &str, call_id: &str, ok: bool, output: &str) -> Value {
     json!({"session_id": sid, "run_id": run_id, "call_id": call_id, "ok": ok, "output": output})
 }
 

@@ -10,15 +10,15 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = crate::common::STEP;
+pub(crate) const WAIT: Duration = crate::common::STEP;
 
 /// A model reply calling `exec` with `code`.
-fn exec(id: &str, code: &str) -> crate::common::fake_llm::Reply {
+pub(crate) fn exec(id: &str, code: &str) -> crate::common::fake_llm::Reply {
     chat_tool_call(id, "exec", &json!({ "code": code }).to_string())
 }
 
 /// Settings with Code Mode on, `extra` merged over it.
-fn code_env(llm: &FakeLlm, extra: &Value) -> Env {
+pub(crate) fn code_env(llm: &FakeLlm, extra: &Value) -> Env {
     let mut settings = json!({"code_mode": {"enabled": true}});
     merge(&mut settings, extra);
     fake_llm_env(llm, &settings)
@@ -36,7 +36,7 @@ fn merge(into: &mut Value, extra: &Value) {
 }
 
 /// The content of the tool result with `call_id` in a request's messages.
-fn tool_result(seen: &Seen, call_id: &str) -> String {
+pub(crate) fn tool_result(seen: &Seen, call_id: &str) -> String {
     seen.body["messages"]
         .as_array()
         .unwrap()
@@ -49,7 +49,7 @@ fn tool_result(seen: &Seen, call_id: &str) -> String {
 }
 
 /// The `code-host` children of process `pid` (from /proc).
-fn helpers(pid: u32) -> Vec<u32> {
+pub(crate) fn helpers(pid: u32) -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -68,7 +68,7 @@ fn helpers(pid: u32) -> Vec<u32> {
 }
 
 /// Whether `pid` is a live (not zombie) process.
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         s.rsplit(')')
             .next()
@@ -77,7 +77,7 @@ fn alive(pid: u32) -> bool {
 }
 
 /// The one helper of `s`, waiting for it to appear (it starts with the first `exec`).
-fn the_helper(s: &Server) -> u32 {
+pub(crate) fn the_helper(s: &Server) -> u32 {
     let t0 = Instant::now();
     loop {
         if let [p] = helpers(s.pid())[..] {
@@ -88,7 +88,8 @@ fn the_helper(s: &Server) -> u32 {
     }
 }
 
-fn header_ok(text: &str, state: &str, calls: u32) {
+/// Asserts the result's first two lines: exactly `state`, then `in X.Y s, N tool calls`.
+pub(crate) fn header_ok(text: &str, state: &str, calls: u32) {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some(state), "{text}");
     let second = lines.next().unwrap_or_default();

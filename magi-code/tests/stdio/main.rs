@@ -12,6 +12,7 @@ mod catalog;
 mod chat_cli;
 mod client_tools;
 mod code_mode;
+mod code_mode_nested;
 mod compaction;
 mod content_limit;
 mod effort;
