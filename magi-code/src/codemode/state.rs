@@ -104,6 +104,8 @@ pub const REFUSED_RUNAWAY: i64 = -1;
 /// Calls past `max_calls` still sent (each recorded by the backend and refused `limit`)
 /// before the cell fails: bounds what a loop that ignores `limit` leaves in the history.
 pub const CALLS_PAST_LIMIT: u32 = 1_000;
+/// Largest input still sent with a call refused past `max_calls` (a larger one goes as `null`).
+pub const LIMITED_INPUT_BYTES: usize = 4 * 1024;
 /// Deepest input nesting sent: well inside serde_json's 128 levels, which the `call` line
 /// around it must also fit.
 pub const INPUT_DEPTH: usize = 64;
@@ -163,7 +165,13 @@ impl Shared {
         }
         let (input, refused) = if self.calls > self.max_calls {
             let why = format!("limit: a cell makes at most {} tool calls", self.max_calls);
-            (Value::Null, Some((ToolErrorCode::Limit, why)))
+            // A small input still goes, for its record and summary; a large one is not held.
+            let input = json
+                .filter(|j| j.len() <= LIMITED_INPUT_BYTES)
+                .and_then(|j| serde_json::from_str::<Value>(j).ok())
+                .filter(|v| depth(v) <= INPUT_DEPTH)
+                .unwrap_or(Value::Null);
+            (input, Some((ToolErrorCode::Limit, why)))
         } else {
             read_input(json)
         };
@@ -250,8 +258,15 @@ mod tests {
         assert_eq!(s.issue("a".into(), Some("{}")), 8);
         assert_eq!(refusal(&s, 0), None);
         assert_eq!(refusal(&s, 1), Some(ToolErrorCode::Limit));
-        assert_eq!(s.queued[1].input, Value::Null);
-        for _ in 1..CALLS_PAST_LIMIT {
+        assert_eq!(s.queued[1].input, serde_json::json!({}));
+        let at = format!("\"{}\"", "x".repeat(LIMITED_INPUT_BYTES - 2));
+        s.issue("a".into(), Some(&at));
+        let kept = Value::String("x".repeat(LIMITED_INPUT_BYTES - 2));
+        assert_eq!(s.queued[2].input, kept);
+        let over = format!("\"{}\"", "x".repeat(LIMITED_INPUT_BYTES - 1));
+        s.issue("a".into(), Some(&over));
+        assert_eq!(s.queued[3].input, Value::Null);
+        for _ in 3..CALLS_PAST_LIMIT {
             assert!(s.issue("a".into(), Some("{}")) > 0);
         }
         assert!(!s.runaway.get());

@@ -86,6 +86,9 @@ pub struct Cell {
     pub inner: Option<Box<Calls>>,
     /// Calls issued while others run, in issue order.
     pub queue: VecDeque<Queued>,
+    /// The helper is still sending calls of one flush (the last had `more`): none starts
+    /// until the last is in, whatever input comes meanwhile.
+    pub gathering: bool,
 }
 
 impl Cell {

@@ -9,6 +9,7 @@ pub use super::batch::CallsNext;
 use super::batch::{Calls, Cell, Nested, Slot, Step, Todo, Wait};
 use super::call::{cancelled_run, over_activities, Prepared};
 use super::call::{complete, policy, start_call};
+use super::client::{ask_client, client_answered, client_gone};
 use super::hooks::{post_hook_ended, post_hooks, pre_hook_ended, pre_hooks, refused};
 use super::io::{AppendKind, CellJob, End, Input, Output, Stored, ToolEnd, ToolJob};
 use super::repeats::REPEATED;
@@ -17,13 +18,10 @@ use crate::codemode::text::{check_size, result_text, CellState, ToolErrorCode};
 use crate::config::Policy;
 use crate::history::{Body, Item};
 use crate::mcp::Lost;
-use crate::tools::outcome::bound_output;
 use crate::tools::{ToolClass, ToolDetails, ToolKind, ToolOutcome};
-use crate::wire::events::{ApprovalRequestedData, ClientToolCallData, ClientToolCancelData};
+use crate::wire::events::{ApprovalRequestedData, ClientToolCancelData};
 use crate::wire::{DiagnosticCode, Event};
-use protocol_core::limits::{
-    APPROVAL_EXPIRY_MS, CLIENT_TOOL_INPUT_BYTES, CLIENT_TOOL_TIMEOUT_MS, RUN_ACTIVITIES,
-};
+use protocol_core::limits::{APPROVAL_EXPIRY_MS, RUN_ACTIVITIES};
 use protocol_core::ErrorCode;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -315,6 +313,7 @@ fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
                 max_calls: cfg.max_calls,
                 inner: None,
                 queue: VecDeque::new(),
+                gathering: false,
             };
             let records = sh.store_so_far();
             sh.voice.queue.push_back(Output::Append {
@@ -327,38 +326,6 @@ fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
     };
     c.outcomes[0] = Some(ToolOutcome::fail(refused));
     Step::Go(c, Todo::Complete)
-}
-
-/// Asks the client to run its tool (at most the advertised `client_tool_timeout_ms`).
-fn ask_client(sh: &mut Shared, mut c: Box<Calls>, name: &str, input: &Value) -> Step {
-    let size = serde_json::to_vec(input).map_or(usize::MAX, |b| b.len());
-    let refused = if size > CLIENT_TOOL_INPUT_BYTES {
-        // Fails without an event: the client never sees an input over its bound.
-        Some("invalid input: larger than the client tool input bound")
-    } else if !input.is_object() {
-        Some("invalid input: not an object")
-    } else {
-        None
-    };
-    if let Some(why) = refused {
-        c.outcomes[0] = Some(ToolOutcome::fail(why));
-        return Step::Go(c, Todo::Complete);
-    }
-    let id = sh.voice.fresh().hyphenated().to_string();
-    sh.voice.queue.push_back(Output::OpenClientCall(id.clone()));
-    let (session_id, run_id) = sh.voice.ids();
-    sh.voice.critical(Event::ClientToolCall(ClientToolCallData {
-        session_id,
-        run_id,
-        call_id: id.clone(),
-        name: name.to_owned(),
-        input: input.as_object().cloned().unwrap_or_default(),
-    }));
-    c.wait = Wait::Client {
-        id,
-        deadline: sh.now.saturating_add(CLIENT_TOOL_TIMEOUT_MS),
-    };
-    Step::Out(CallsNext::Wait(c))
 }
 
 /// Inputs the calls wait for: answers, hook and tool ends, the time.
@@ -433,41 +400,6 @@ fn tools_ended(sh: &mut Shared, mut c: Box<Calls>, ends: Vec<ToolEnd>) -> Step {
             *o = end.outcome;
         }
     }
-    Step::Go(c, Todo::Complete)
-}
-
-fn client_answered(mut c: Box<Calls>, ok: bool, output: String) -> Step {
-    c.outcomes[0] = Some(if ok {
-        ToolOutcome::success("answered by the client".into(), output, false)
-    } else {
-        ToolOutcome {
-            ok: false,
-            summary: "failed in the client".into(),
-            output: bound_output(output, false),
-            details: ToolDetails::None,
-        }
-    });
-    c.wait = Wait::Nothing;
-    Step::Go(c, Todo::Complete)
-}
-
-/// The client did not answer in time, or the run was cancelled: the client is told.
-fn client_gone(sh: &mut Shared, mut c: Box<Calls>) -> Step {
-    let Wait::Client { id, .. } = std::mem::replace(&mut c.wait, Wait::Nothing) else {
-        return Step::Out(CallsNext::Wait(c));
-    };
-    let (session_id, run_id) = sh.voice.ids();
-    sh.voice
-        .critical(Event::ClientToolCancel(ClientToolCancelData {
-            session_id,
-            run_id,
-            call_id: id,
-        }));
-    c.outcomes[0] = Some(ToolOutcome::fail(if sh.cancelled {
-        "cancelled"
-    } else {
-        "timed out: the client did not answer"
-    }));
     Step::Go(c, Todo::Complete)
 }
 

@@ -77,6 +77,7 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
                 input,
                 refused,
             });
+            cell.gathering = more;
             if more {
                 // The helper sent more calls with this one: they start together.
                 c.wait = Wait::Cell(cell);
@@ -140,7 +141,7 @@ fn route(sh: &mut Shared, cell: &mut Cell, input: Input) {
 
 /// Starts the queued calls, in issue order and as one batch, while none is in flight.
 fn issue(sh: &mut Shared, cell: &mut Cell) {
-    while cell.inner.is_none() && !cell.queue.is_empty() {
+    while !cell.gathering && cell.inner.is_none() && !cell.queue.is_empty() {
         let next = start(sh, cell, cell.interrupted.is_some());
         settle(sh, cell, next, true);
     }

@@ -8,6 +8,7 @@ pub mod batch;
 pub mod call;
 pub mod calls;
 pub mod cell;
+pub mod client;
 pub mod compacting;
 pub mod compaction;
 pub mod content;

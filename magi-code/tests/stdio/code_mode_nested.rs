@@ -100,8 +100,6 @@ fn exec_end(frames: &[Value]) -> Act {
 }
 
 #[test]
-#[ignore = "backend: the driver's Tick between the calls of one flush (helper.rs polls after \
-            each line) makes run/cell.rs start each queued read alone, so reads never overlap"]
 fn reads_issued_together_run_at_most_four_at_once_in_issue_order() {
     let code = "const r = await Promise.all([\"a\",\"b\",\"c\",\"d\",\"e\"]\
                 .map(p => tools.read_file({path: p + \".txt\"})));\nreturn r.length;";

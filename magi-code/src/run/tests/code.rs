@@ -624,3 +624,27 @@ fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
     assert_eq!(nested.len(), 2);
     assert!(nested.iter().all(|(s, _)| *s == ActivityState::Failed));
 }
+
+#[test]
+fn a_tick_while_the_helper_sends_a_group_starts_none_of_it() {
+    let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
+    let read = |call: u64, path: &str, more: bool| Input::CodeCall {
+        call,
+        name: "read_file".into(),
+        input: json!({ "path": path }),
+        more,
+        refused: None,
+    };
+    h.feed(read(0, "a", true));
+    h.now += 5;
+    h.feed(Input::Tick);
+    h.pump();
+    assert!(
+        batches(&h).is_empty(),
+        "nothing starts while the group comes in"
+    );
+    h.feed(read(1, "b", false));
+    h.pump();
+    assert_eq!(batches(&h), [2]);
+    assert_eq!(h.answers.len(), 2);
+}
