@@ -129,7 +129,7 @@ fn with_client_tools(env: &Env, n: usize) -> (Server, String) {
         "initialize",
         &json!({"required_capabilities": ["client.tools"], "client_tools": tools}),
     );
-    drop(result(&init));
+    assert!(init.get("result").is_some(), "{init}");
     let sid = result(&s.call("c", "session.create", &json!({})))["session_id"]
         .as_str()
         .unwrap()
