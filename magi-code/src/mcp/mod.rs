@@ -2,6 +2,7 @@
 //! initialization, their tools offered as `mcp__<server>__<tool>`, called with a bound, and
 //! torn down within the cleanup wait. See `docs/mcp.md`.
 
+pub mod auth;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod server;
