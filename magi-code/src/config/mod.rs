@@ -12,6 +12,7 @@ pub mod invalid;
 pub mod policy;
 pub mod profiles;
 pub mod settings;
+pub mod shell_env;
 pub mod skills;
 
 pub use code_mode::CodeMode;

@@ -132,10 +132,9 @@ pub struct Settings {
     /// `hooks` (global settings only).
     pub hooks: super::hooks::Hooks,
     /// `code_mode` (`code-mode.md` 2).
-    // Integration: nothing reads this yet. The `exec` tool reads `enabled` and `only` where
-    // the tool table is built (agent/context.rs), `tools` and the bounds where a cell runs,
-    // and `tool_code` beside the other classes in agent/drive.rs's `Policies`.
     pub code_mode: CodeMode,
+    /// `shell_env.keep`: names the secrets rule would withhold that the children still get.
+    pub shell_env_keep: Vec<String>,
 }
 
 impl Default for Settings {
@@ -169,6 +168,7 @@ impl Default for Settings {
             skills_disabled: Vec::new(),
             hooks: super::hooks::Hooks::default(),
             code_mode: CodeMode::default(),
+            shell_env_keep: Vec::new(),
         }
     }
 }
@@ -331,6 +331,7 @@ fn check_shape(m: &Map<String, Value>) -> R<()> {
             "agents",
             "skills",
             "code_mode",
+            "shell_env",
         ],
     )?;
     Ok(())
@@ -564,6 +565,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     }
     if let Some(v) = m.get("code_mode") {
         s.code_mode = CodeMode::parse(v, whole)?;
+    }
+    if let Some(v) = m.get("shell_env") {
+        s.shell_env_keep = super::shell_env::parse(v)?;
     }
     // `agent`, `agents` and `skills` (runner.md §7): profile and skill names.
     if let Some(v) = m.get("agent") {

@@ -33,6 +33,7 @@ mod refresh;
 mod replay_cli;
 mod retention;
 mod schema_cli;
+mod secrets;
 mod selection;
 mod sessions;
 mod small_window;
