@@ -11,12 +11,13 @@ use protocol_core::ErrorCode;
 /// The client of `provider`/`model` for a run whose input is `prompt`. `scripted/script` plays
 /// turn `turn` of the script (taken modulo its length); with no turn (a subagent) it echoes
 /// the prompt like `scripted/echo`, since a script's turns belong to the primary conversation.
+/// Its steps belong to session `session_id`.
 pub fn client(
     rt: &Runtime,
-    provider: &str,
-    model: &str,
+    (provider, model): (&str, &str),
     prompt: &str,
     turn: Option<usize>,
+    session_id: &str,
 ) -> Result<Box<dyn ModelClient>, ErrorCode> {
     Ok(match (provider, model, turn) {
         ("scripted", "echo", _) | ("scripted", "script", None) => {
@@ -32,7 +33,7 @@ pub fn client(
             Box::new(ScriptedModel::script(script[turn % script.len()].clone()))
         }
         (provider, model, _) => match providers::target(rt, provider, model) {
-            Some(t) => Box::new(HttpModel::new(t)),
+            Some(t) => Box::new(HttpModel::new(t).in_session(session_id)),
             None => return Err(ErrorCode::ProviderUnavailable),
         },
     })

@@ -49,10 +49,10 @@ pub fn run_turn(
     let selection = selection.unwrap_or_else(|| Selection::startup(rt));
     let mut client = match client::client(
         rt,
-        &selection.provider,
-        &selection.model,
+        (&selection.provider, &selection.model),
         &prompt,
         Some(turns),
+        &session_id,
     ) {
         Ok(c) => c,
         Err(code) => return reject(code),

@@ -201,10 +201,10 @@ pub fn prepare<'a>(out: &RunOutput<'a>, input: &Value) -> Result<Child<'a>, Tool
     let selection = selection(out, profile).map_err(refusal)?;
     let model = client::client(
         rt,
-        &selection.provider,
-        &selection.model,
+        (&selection.provider, &selection.model),
         &task.prompt,
         None,
+        &out.session_id,
     )
     .map_err(|_| refusal("the agent's model is not available"))?;
     let cwd = rt.cwd.to_string_lossy().into_owned();

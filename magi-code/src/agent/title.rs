@@ -147,7 +147,7 @@ pub fn run(job: &TitleJob, rt: &Runtime, session: &Mutex<SessionState>, cancel: 
         ("scripted", "echo") => Box::new(ScriptedModel::echo(&job.input)),
         ("scripted", _) => return,
         (provider, model) => match providers::target(rt, provider, model) {
-            Some(t) => Box::new(HttpModel::new(t)),
+            Some(t) => Box::new(HttpModel::new(t).in_session(&job.session_id)),
             None => return,
         },
     };

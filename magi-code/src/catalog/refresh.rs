@@ -24,7 +24,11 @@ pub fn refresh(
 ) -> Result<Value, ErrorCode> {
     let target = target(rt, provider, "").ok_or(ErrorCode::ProviderUnavailable)?;
     let body = fetch(&target, cancel)?;
-    let models = parse_models(&body)?;
+    let models = if target.api == Api::Codex {
+        crate::providers::codex::parse_models(&body)?
+    } else {
+        parse_models(&body)?
+    };
     let fetched_at = rfc3339(now_ms());
     let cache = json!({"provider": provider, "fetched_at": fetched_at, "models": models});
     let path = rt
@@ -58,7 +62,7 @@ pub fn refresh(
 /// all) and in bytes (`catalog_limit` past the cache bound), closed at once on cancel.
 fn fetch(target: &Target, cancel: &Cancel) -> Result<Vec<u8>, ErrorCode> {
     let url = match target.api {
-        Api::OpenAi => format!("{}/models", target.base_url),
+        Api::OpenAi | Api::Codex => format!("{}/models", target.base_url),
         Api::Anthropic => format!("{}/v1/models?limit=1000", target.base_url),
     };
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -79,7 +83,15 @@ fn fetch(target: &Target, cancel: &Cancel) -> Result<Vec<u8>, ErrorCode> {
             ErrorCode::RefreshFailed
         }
     };
-    let req = target.authorize(agent.get(&url));
+    let req = match &target.codex {
+        // A refresh the sign-in needs first is finished whatever happens to the operation.
+        Some(c) => {
+            let mut codex = crate::providers::codex::Codex::new(c.path.clone(), &c.auth_url);
+            codex.fresh().map_err(|_| failed())?;
+            codex.authorize(agent.get(&url), None)
+        }
+        None => target.authorize(agent.get(&url)),
+    };
     if cancel.is_cancelled() {
         return Err(ErrorCode::OperationCancelled);
     }

@@ -54,6 +54,7 @@ fn scripted_models() -> Vec<Model> {
 fn provider_display(provider: &str) -> Option<&'static str> {
     match provider {
         "anthropic" => Some("Anthropic"),
+        "codex" => Some("Codex"),
         "openai" => Some("OpenAI"),
         "scripted" => Some("Scripted"),
         _ => None,

@@ -78,6 +78,7 @@ pub fn status(rt: &Runtime, cancel: &Cancel) -> Result<Value, ErrorCode> {
             let cache = read_cache(rt, &provider, &mut hasher, &mut bytes_left)?;
             let keyed = match provider.as_str() {
                 "anthropic" | "openai" => api_key(&provider, &rt.root).is_some(),
+                "codex" => crate::providers::codex::ready_now(),
                 other => rt.settings.compat.get(other).is_some_and(|c| {
                     c.api_key_env
                         .as_ref()

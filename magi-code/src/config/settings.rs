@@ -17,7 +17,7 @@ pub const MAX_PROVIDERS: usize = protocol_core::limits::CATALOG_PROVIDERS;
 /// Longest scripted startup delay.
 pub const MAX_STARTUP_DELAY_MS: u64 = 10_000;
 /// The built-in providers.
-pub const BUILTIN_PROVIDERS: [&str; 3] = ["anthropic", "openai", "scripted"];
+pub const BUILTIN_PROVIDERS: [&str; 4] = ["anthropic", "codex", "openai", "scripted"];
 /// `runner.max_steps`: default and largest (runner.md §2).
 pub const DEFAULT_MAX_STEPS: u32 = 200;
 /// Largest `runner.max_steps`.
@@ -88,6 +88,8 @@ pub struct Settings {
     pub startup_delay_ms: u64,
     /// `base_url` overrides of the built-in HTTP providers.
     pub builtin_base_urls: BTreeMap<String, String>,
+    /// `providers.codex.auth_url`: the token endpoint's origin of the `codex` provider.
+    pub codex_auth_url: Option<String>,
     /// Configured OpenAI-compatible providers.
     pub compat: BTreeMap<String, CompatProvider>,
     /// `providers.<name>.max_output_tokens` where set (built-in HTTP and configured
@@ -147,6 +149,7 @@ impl Default for Settings {
             scripted_script: None,
             startup_delay_ms: 0,
             builtin_base_urls: BTreeMap::new(),
+            codex_auth_url: None,
             compat: BTreeMap::new(),
             max_output_tokens: BTreeMap::new(),
             context_windows: BTreeMap::new(),
@@ -415,9 +418,22 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                             .ok_or(Invalid("startup_delay_ms"))?;
                     }
                 }
-                "anthropic" | "openai" => {
+                "anthropic" | "openai" | "codex" => {
                     // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
-                    let c = obj(cfg, &["base_url", "max_output_tokens", "context_window"])?;
+                    let keys: &[&str] = if name == "codex" {
+                        &[
+                            "base_url",
+                            "auth_url",
+                            "max_output_tokens",
+                            "context_window",
+                        ]
+                    } else {
+                        &["base_url", "max_output_tokens", "context_window"]
+                    };
+                    let c = obj(cfg, keys)?;
+                    if let Some(v) = c.get("auth_url") {
+                        s.codex_auth_url = Some(string(v)?);
+                    }
                     if let Some(v) = c.get("base_url") {
                         s.builtin_base_urls.insert(name.clone(), string(v)?);
                     }

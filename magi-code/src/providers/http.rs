@@ -2,6 +2,7 @@
 //! thread, decoded sans-IO, with retries (`runner.md` 5) and cancellation that closes the
 //! connection at once.
 
+use super::codex::{Codex, RefreshError};
 use super::model::{
     DecodeError, ModelClient, ModelRequest, StepFailure, StepSink, StreamDecoder, WireApi,
 };
@@ -73,6 +74,28 @@ enum Attempt {
     Retry(StepFailure, Option<Duration>),
     /// Final.
     Fail(StepFailure),
+    /// A `401`: final, but a `codex` sign-in refreshes once and sends the step again.
+    Unauthorized,
+}
+
+/// How a failed `codex` refresh ends the attempt: a spent sign-in is final, an unreachable
+/// or busy token endpoint is worth a retry.
+fn refresh_failed(e: RefreshError) -> Attempt {
+    let f = refresh_failure(e);
+    match e {
+        RefreshError::Unreachable => Attempt::Retry(f, None),
+        RefreshError::Status(s) if RETRY_STATUSES.contains(&s) => Attempt::Retry(f, None),
+        _ => Attempt::Fail(f),
+    }
+}
+
+/// The step failure of a failed `codex` refresh.
+fn refresh_failure(e: RefreshError) -> StepFailure {
+    match e {
+        RefreshError::Refused => StepFailure::CodexLogin,
+        RefreshError::Unreachable => StepFailure::Unreachable,
+        RefreshError::Status(s) => StepFailure::Status(s),
+    }
 }
 
 /// An HTTP provider as a [`ModelClient`].
@@ -80,6 +103,10 @@ pub struct HttpModel {
     target: Target,
     /// What the retry backoff waits on: unit tests drive it on a virtual clock.
     clock: Arc<dyn Clock + Send>,
+    /// The `codex` sign-in, for a `codex` target.
+    codex: Option<Codex>,
+    /// The session the steps belong to (the `codex` `session_id` header).
+    session_id: Option<String>,
 }
 
 impl std::fmt::Debug for HttpModel {
@@ -100,7 +127,23 @@ impl HttpModel {
     /// A client for `target` whose retries wait on `clock`.
     #[must_use]
     pub fn on(target: Target, clock: Arc<dyn Clock + Send>) -> Self {
-        Self { target, clock }
+        let codex = target
+            .codex
+            .as_ref()
+            .map(|c| Codex::new(c.path.clone(), &c.auth_url));
+        Self {
+            target,
+            clock,
+            codex,
+            session_id: None,
+        }
+    }
+
+    /// The same client, its steps belonging to session `id`.
+    #[must_use]
+    pub fn in_session(mut self, id: &str) -> Self {
+        self.session_id = Some(id.to_owned());
+        self
     }
 
     fn attempt(
@@ -122,12 +165,14 @@ impl HttpModel {
         let _hook = cancel.on_cancel(move || closer.clone().shutdown());
         let cancelled = || Attempt::Fail(StepFailure::Cancelled);
         let url = format!("{}{}", self.target.base_url, wire.path);
-        let req = self.target.authorize(
-            agent
-                .post(&url)
-                .header("content-type", "application/json")
-                .header("accept", "text/event-stream"),
-        );
+        let req = agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream");
+        let req = match &self.codex {
+            Some(c) => c.authorize(req, self.session_id.as_deref()),
+            None => self.target.authorize(req),
+        };
         let resp = match req.send(body.as_bytes()) {
             Ok(r) => r,
             Err(_) if cancel.is_cancelled() => return Err(cancelled()),
@@ -149,7 +194,10 @@ fn refused(wire: &Wire, status: u16, resp: ureq::http::Response<ureq::Body>) -> 
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| retry_after(v, crate::util::time::now_ms()));
-    if matches!(status, 401 | 403) {
+    if status == 401 {
+        return Attempt::Unauthorized;
+    }
+    if status == 403 {
         return Attempt::Fail(StepFailure::Auth);
     }
     if RETRY_STATUSES.contains(&status) {
@@ -243,18 +291,42 @@ impl ModelClient for HttpModel {
         sink: &mut dyn StepSink,
     ) -> Result<(), StepFailure> {
         let wire = wire(self.target.wire);
-        let body = (wire.body)(req).to_string();
+        let mut body = (wire.body)(req);
+        if let (Some(_), Some(id)) = (&self.codex, &self.session_id) {
+            body["prompt_cache_key"] = Value::String(id.clone());
+        }
+        let body = body.to_string();
         let mut retries = 0;
         // Whether every attempt so far was an empty `200`.
         let mut all_empty = true;
+        // Whether a `401` was already answered with a refresh (`decisions.md` 43).
+        let mut reauthorized = false;
         loop {
             if cancel.is_cancelled() {
                 return Err(StepFailure::Cancelled);
             }
-            let attempt = self.attempt(&wire, &body, cancel, sink);
+            let attempt = match self.codex.as_mut().map(Codex::fresh) {
+                Some(Err(e)) => Err(refresh_failed(e)),
+                _ => self.attempt(&wire, &body, cancel, sink),
+            };
             all_empty &= matches!(attempt, Err(Attempt::Retry(StepFailure::EmptyReply, _)));
             match attempt {
                 Ok(()) => return Ok(()),
+                Err(Attempt::Unauthorized) if self.codex.is_none() => {
+                    return Err(StepFailure::Auth)
+                }
+                Err(Attempt::Unauthorized) if reauthorized => return Err(StepFailure::CodexLogin),
+                Err(Attempt::Unauthorized) => {
+                    reauthorized = true;
+                    let refreshed = self.codex.as_mut().map(Codex::after_unauthorized);
+                    if let Some(Err(e)) = refreshed {
+                        return Err(if cancel.is_cancelled() {
+                            StepFailure::Cancelled
+                        } else {
+                            refresh_failure(e)
+                        });
+                    }
+                }
                 Err(Attempt::Retry(_, after)) if retries < MAX_RETRIES => {
                     let wait = retry_wait(retries, after, jitter());
                     retries += 1;

@@ -175,6 +175,8 @@ pub enum StepFailure {
     Unreachable,
     /// 401 or 403 (`provider_auth`).
     Auth,
+    /// The `codex` sign-in is spent or refused (`provider_auth`): only `codex login` helps.
+    CodexLogin,
     /// Another HTTP status (`provider_status`).
     Status(u16),
     /// A malformed stream, or one that ended before its terminal (`provider_stream_invalid`).
@@ -197,7 +199,7 @@ impl StepFailure {
         Some(match self {
             Self::Cancelled => return None,
             Self::Unreachable => DiagnosticCode::ProviderUnreachable,
-            Self::Auth => DiagnosticCode::ProviderAuth,
+            Self::Auth | Self::CodexLogin => DiagnosticCode::ProviderAuth,
             Self::Status(_) => DiagnosticCode::ProviderStatus,
             Self::StreamInvalid | Self::EmptyReply => DiagnosticCode::ProviderStreamInvalid,
             Self::Remote | Self::Scripted => DiagnosticCode::ProviderError,
@@ -212,6 +214,9 @@ impl StepFailure {
             Self::Cancelled => "cancelled".to_owned(),
             Self::Unreachable => "the provider could not be reached".to_owned(),
             Self::Auth => "the provider refused the credentials".to_owned(),
+            Self::CodexLogin => {
+                "the ChatGPT sign-in was refused or has expired; run `codex login`".to_owned()
+            }
             Self::Status(n) => format!("the provider answered HTTP status {n}"),
             Self::StreamInvalid => "the provider's stream was malformed or cut short".to_owned(),
             Self::EmptyReply => {

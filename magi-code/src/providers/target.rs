@@ -12,6 +12,17 @@ pub enum Api {
     OpenAi,
     /// `x-api-key` and `anthropic-version`, `GET {base}/v1/models`.
     Anthropic,
+    /// A ChatGPT sign-in from the Codex CLI's `auth.json` (`providers/codex.rs`).
+    Codex,
+}
+
+/// Where a `codex` target's sign-in lives and is refreshed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexAuth {
+    /// The `auth.json` path.
+    pub path: std::path::PathBuf,
+    /// The token endpoint's origin, without a trailing slash.
+    pub auth_url: String,
 }
 
 /// A locally ready HTTP provider.
@@ -31,6 +42,8 @@ pub struct Target {
     key: Option<String>,
     /// The model.
     pub model: String,
+    /// The sign-in of a `codex` target.
+    pub codex: Option<CodexAuth>,
 }
 
 impl std::fmt::Debug for Target {
@@ -71,6 +84,7 @@ pub fn local_chat(base_url: &str) -> Target {
         base_url: base_url.to_owned(),
         key: None,
         model: "tiny".to_owned(),
+        codex: None,
     }
 }
 
@@ -78,7 +92,25 @@ pub fn local_chat(base_url: &str) -> Target {
 #[must_use]
 pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
     let s = &rt.settings;
+    let mut codex = None;
     let (api, wire, base_url, key) = match provider {
+        "codex" => {
+            if !super::codex::ready_now() {
+                return None;
+            }
+            codex = Some(CodexAuth {
+                path: super::codex::auth_path()?,
+                auth_url: s
+                    .codex_auth_url
+                    .clone()
+                    .unwrap_or_else(|| super::codex::DEFAULT_AUTH_URL.into())
+                    .trim_end_matches('/')
+                    .to_owned(),
+            });
+            let base = s.builtin_base_urls.get("codex").cloned();
+            let base = base.unwrap_or_else(|| super::codex::DEFAULT_BASE_URL.into());
+            (Api::Codex, WireApi::OpenAiResponses, base, None)
+        }
         "openai" => (
             Api::OpenAi,
             WireApi::OpenAiResponses,
@@ -118,6 +150,7 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
         base_url: base_url.trim_end_matches('/').to_owned(),
         key,
         model: model.to_owned(),
+        codex,
     })
 }
 
@@ -133,6 +166,7 @@ pub fn provider_ready(s: &Settings, root: &Path) -> bool {
             _ => false,
         },
         p @ ("anthropic" | "openai") => api_key(p, root).is_some(),
+        "codex" => super::codex::ready_now(),
         other => match s.compat.get(other) {
             Some(c) => c
                 .api_key_env
@@ -148,6 +182,9 @@ pub fn provider_ready(s: &Settings, root: &Path) -> bool {
 pub fn load_keys(s: &Settings, root: &Path) {
     for p in ["anthropic", "openai"] {
         let _ = api_key(p, root);
+    }
+    if let Some(path) = super::codex::auth_path() {
+        let _ = super::codex::load(&path);
     }
     for c in s.compat.values() {
         if let Some(k) = c.api_key_env.as_ref().and_then(|v| std::env::var(v).ok()) {

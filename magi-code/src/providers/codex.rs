@@ -1,0 +1,466 @@
+//! The `codex` provider's credentials (`backend.md` "Providers", `decisions.md` 43): the
+//! Codex CLI's `auth.json`, the access token's expiry, and the locked refresh that re-reads
+//! the file, asks the token endpoint only when no other process refreshed meanwhile, and
+//! writes the answer back so the Codex CLI keeps working. Parsing is sans-IO; the file and
+//! the one `POST` are separate.
+
+use serde_json::{json, Map, Value};
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The Codex CLI's OAuth client.
+pub const CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
+/// Where requests go unless `providers.codex.base_url` says otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api/codex";
+/// The token endpoint's origin unless `providers.codex.auth_url` says otherwise.
+pub const DEFAULT_AUTH_URL: &str = "https://auth.openai.com";
+/// Most bytes of `auth.json` read.
+pub const AUTH_FILE_BYTES: u64 = 64 << 10;
+/// An access token expiring within this is refreshed before it is used.
+pub const EXPIRY_SKEW_MS: i64 = 60_000;
+/// Most bytes of a token endpoint answer read.
+const ANSWER_BYTES: u64 = 64 << 10;
+/// Error codes that mean the refresh token is spent for good.
+const REFUSED_CODES: [&str; 3] = [
+    "refresh_token_expired",
+    "refresh_token_reused",
+    "refresh_token_invalidated",
+];
+
+/// `$CODEX_HOME/auth.json`, else `~/.codex/auth.json`.
+#[must_use]
+pub fn auth_path() -> Option<PathBuf> {
+    let home = match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => PathBuf::from(h),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?).join(".codex"),
+    };
+    Some(home.join("auth.json"))
+}
+
+/// The tokens of a ChatGPT sign-in.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Tokens {
+    /// The bearer token of requests (a JWT).
+    pub access_token: String,
+    /// A non-empty refresh token, if the file holds one.
+    pub refresh_token: Option<String>,
+    /// The `chatgpt-account-id` header's value.
+    pub account_id: Option<String>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print a token.
+        f.debug_struct("Tokens")
+            .field("refreshable", &self.refresh_token.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tokens of an `auth.json` body; `None` when it is not JSON or holds no `tokens` with an
+/// access token (an API-key login only).
+#[must_use]
+pub fn parse(bytes: &[u8]) -> Option<Tokens> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    let t = v.get("tokens")?;
+    let s = |k: &str| {
+        t.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Some(Tokens {
+        access_token: s("access_token")?,
+        refresh_token: s("refresh_token"),
+        account_id: s("account_id"),
+    })
+}
+
+/// Decodes base64url, padded or not; `None` on any other byte.
+fn base64url(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// A JWT's `exp` claim in milliseconds since the epoch (no signature check).
+#[must_use]
+pub fn jwt_exp_ms(token: &str) -> Option<i64> {
+    let payload = base64url(token.split('.').nth(1)?)?;
+    let claims: Value = serde_json::from_slice(&payload).ok()?;
+    let exp = claims.get("exp")?;
+    let secs = exp.as_i64().or_else(|| exp.as_f64().map(|f| f as i64))?;
+    secs.checked_mul(1000)
+}
+
+/// Whether the access token expires within 60 s of `now_ms` (or its expiry is unreadable).
+#[must_use]
+pub fn needs_refresh(t: &Tokens, now_ms: i64) -> bool {
+    jwt_exp_ms(&t.access_token).is_none_or(|exp| exp - now_ms <= EXPIRY_SKEW_MS)
+}
+
+/// Readiness: the access token expires more than 60 s from `now_ms`, or a refresh token is
+/// present.
+#[must_use]
+pub fn ready(t: &Tokens, now_ms: i64) -> bool {
+    t.refresh_token.is_some() || !needs_refresh(t, now_ms)
+}
+
+/// Reads at most [`AUTH_FILE_BYTES`] of `path`; `None` when missing, unreadable or larger.
+fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(AUTH_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= AUTH_FILE_BYTES).then_some(bytes)
+}
+
+/// The file's tokens, known to redaction from now on.
+#[must_use]
+pub fn load(path: &Path) -> Option<Tokens> {
+    let bytes = read_bounded(path)?;
+    register(&bytes);
+    parse(&bytes)
+}
+
+/// Registers every token string of an `auth.json` body (or a token answer) with redaction.
+fn register(bytes: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return;
+    };
+    let tokens = v.get("tokens").unwrap_or(&v);
+    for k in ["id_token", "access_token", "refresh_token"] {
+        if let Some(s) = tokens
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            crate::util::redact::register_secret(s);
+        }
+    }
+}
+
+/// Whether the `codex` provider is locally ready now (one bounded read, no request).
+#[must_use]
+pub fn ready_now() -> bool {
+    auth_path()
+        .and_then(|p| load(&p))
+        .is_some_and(|t| ready(&t, crate::util::time::now_ms()))
+}
+
+/// The JSON body of the refresh grant.
+#[must_use]
+pub fn grant(refresh_token: &str) -> Value {
+    json!({
+        "client_id": CLIENT_ID,
+        "grant_type": "refresh_token",
+        "refresh_token": refresh_token,
+        "scope": "openid profile email",
+    })
+}
+
+/// Why a refresh did not give new tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshError {
+    /// The sign-in is spent or gone: only `codex login` helps.
+    Refused,
+    /// The token endpoint could not be reached.
+    Unreachable,
+    /// Another status, or a malformed answer (status 200).
+    Status(u16),
+}
+
+/// Whether a token endpoint error body names a spent refresh token: `error.code`, `error`
+/// (a string) or `code`.
+#[must_use]
+pub fn refused_body(body: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let codes = [
+        v.get("error").and_then(|e| e.get("code")),
+        v.get("error"),
+        v.get("code"),
+    ];
+    codes
+        .iter()
+        .filter_map(|c| c.and_then(Value::as_str))
+        .any(|c| REFUSED_CODES.contains(&c))
+}
+
+/// The answered tokens of a token endpoint answer (`access_token` required; `id_token` and
+/// `refresh_token` where given), or why there are none.
+pub fn answer(status: u16, body: &[u8]) -> Result<Map<String, Value>, RefreshError> {
+    if status == 401 || refused_body(body) {
+        return Err(RefreshError::Refused);
+    }
+    if status != 200 {
+        return Err(RefreshError::Status(status));
+    }
+    let v: Value = serde_json::from_slice(body).map_err(|_| RefreshError::Status(status))?;
+    let mut out = Map::new();
+    for k in ["id_token", "access_token", "refresh_token"] {
+        if let Some(s) = v.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            out.insert(k.to_owned(), json!(s));
+        }
+    }
+    if !out.contains_key("access_token") {
+        return Err(RefreshError::Status(status));
+    }
+    Ok(out)
+}
+
+/// `now` as RFC 3339 UTC with microseconds, as `last_refresh` is written.
+#[must_use]
+pub fn last_refresh(now: SystemTime) -> String {
+    let d = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(d.as_secs()).unwrap_or(0);
+    let whole = crate::util::time::rfc3339(secs * 1000);
+    format!("{}.{:06}Z", whole.trim_end_matches('Z'), d.subsec_micros())
+}
+
+/// The `auth.json` body after a refresh: `original` with the answered tokens put into
+/// `tokens` and `last_refresh` set; every other member kept. `None` if `original` is not an
+/// object.
+#[must_use]
+pub fn written(original: &[u8], answered: &Map<String, Value>, now: SystemTime) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(original).ok()?;
+    let root = v.as_object_mut()?;
+    let tokens = root
+        .entry("tokens")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !tokens.is_object() {
+        *tokens = Value::Object(Map::new());
+    }
+    let t = tokens.as_object_mut()?;
+    for (k, val) in answered {
+        t.insert(k.clone(), val.clone());
+    }
+    root.insert("last_refresh".into(), json!(last_refresh(now)));
+    serde_json::to_vec_pretty(&v).ok()
+}
+
+/// The cache's `models` from a `GET {base_url}/models` answer (`decisions.md` 43):
+/// `{"models": [{"slug", "display_name"?, "supported_reasoning_levels"?: [{"effort"}]}]}`,
+/// each slug a model and its efforts its `efforts` (absent: unknown). Malformed is
+/// `refresh_failed`, past the count or string bounds `catalog_limit`.
+pub fn parse_models(body: &[u8]) -> Result<Vec<Value>, protocol_core::ErrorCode> {
+    use protocol_core::limits::{CATALOG_MODELS, CATALOG_STRING_BYTES};
+    use protocol_core::ErrorCode;
+    let v: Value = serde_json::from_slice(body).map_err(|_| ErrorCode::RefreshFailed)?;
+    let list = v
+        .get("models")
+        .and_then(Value::as_array)
+        .ok_or(ErrorCode::RefreshFailed)?;
+    if list.len() > CATALOG_MODELS {
+        return Err(ErrorCode::CatalogLimit);
+    }
+    let bounded = |s: &str| !s.is_empty() && s.len() <= CATALOG_STRING_BYTES;
+    let mut models = Vec::with_capacity(list.len());
+    for m in list {
+        let slug = m
+            .get("slug")
+            .and_then(Value::as_str)
+            .ok_or(ErrorCode::RefreshFailed)?;
+        if !bounded(slug) {
+            return Err(ErrorCode::CatalogLimit);
+        }
+        let mut entry = json!({"id": slug, "name": m.get("display_name").and_then(Value::as_str)});
+        if let Some(levels) = m
+            .get("supported_reasoning_levels")
+            .and_then(Value::as_array)
+        {
+            let mut efforts = Vec::new();
+            for l in levels {
+                let e = l
+                    .get("effort")
+                    .and_then(Value::as_str)
+                    .ok_or(ErrorCode::RefreshFailed)?;
+                if !bounded(e) {
+                    return Err(ErrorCode::CatalogLimit);
+                }
+                efforts.push(json!(e));
+            }
+            entry["efforts"] = Value::Array(efforts);
+        }
+        models.push(entry);
+    }
+    Ok(models)
+}
+
+/// A signed-in account as one run uses it: where its file is, and its current tokens.
+#[derive(Debug)]
+pub struct Codex {
+    path: PathBuf,
+    auth_url: String,
+    tokens: Option<Tokens>,
+}
+
+impl Codex {
+    /// The account of the file at `path`, refreshed at `{auth_url}/oauth/token`.
+    #[must_use]
+    pub fn new(path: PathBuf, auth_url: &str) -> Self {
+        Self {
+            path,
+            auth_url: auth_url.trim_end_matches('/').to_owned(),
+            tokens: None,
+        }
+    }
+
+    /// Makes sure the access token does not expire within 60 s: refreshes (locked) if it does.
+    pub fn fresh(&mut self) -> Result<(), RefreshError> {
+        if self.tokens.is_none() {
+            self.tokens = Some(load(&self.path).ok_or(RefreshError::Refused)?);
+        }
+        match &self.tokens {
+            Some(t) if !needs_refresh(t, crate::util::time::now_ms()) => Ok(()),
+            _ => self.refresh(),
+        }
+    }
+
+    /// After a `401`: one refresh (or the tokens another process refreshed meanwhile).
+    pub fn after_unauthorized(&mut self) -> Result<(), RefreshError> {
+        self.refresh()
+    }
+
+    /// Under the lock on `auth.json.lock`: the file's tokens if another process replaced ours
+    /// with fresh ones, else one refresh grant, written back. Not cancellable: once sent,
+    /// the old refresh token may be spent, so the answer must be stored.
+    fn refresh(&mut self) -> Result<(), RefreshError> {
+        let lock_path = self.path.with_file_name("auth.json.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|_| RefreshError::Refused)?;
+        lock.lock().map_err(|_| RefreshError::Refused)?;
+        let result = self.refresh_locked();
+        drop(lock);
+        result
+    }
+
+    fn refresh_locked(&mut self) -> Result<(), RefreshError> {
+        let original = read_bounded(&self.path).ok_or(RefreshError::Refused)?;
+        register(&original);
+        let current = parse(&original).ok_or(RefreshError::Refused)?;
+        let ours = self.tokens.as_ref().map(|t| t.access_token.as_str());
+        if ours != Some(current.access_token.as_str())
+            && !needs_refresh(&current, crate::util::time::now_ms())
+        {
+            self.tokens = Some(current);
+            return Ok(());
+        }
+        let refresh_token = current
+            .refresh_token
+            .as_deref()
+            .ok_or(RefreshError::Refused)?;
+        let (status, body) = self.post(refresh_token)?;
+        register(&body);
+        let answered = answer(status, &body)?;
+        let bytes =
+            written(&original, &answered, SystemTime::now()).ok_or(RefreshError::Refused)?;
+        let mode = std::fs::metadata(&self.path)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o600);
+        // A failed write keeps the new tokens for this run; the file then holds spent ones.
+        let _ = write_back(&self.path, &bytes, mode);
+        self.tokens = parse(&bytes);
+        self.tokens
+            .as_ref()
+            .map(|_| ())
+            .ok_or(RefreshError::Refused)
+    }
+
+    /// The one `POST {auth_url}/oauth/token`: its status and body (bounded).
+    fn post(&self, refresh_token: &str) -> Result<(u16, Vec<u8>), RefreshError> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_global(Some(Duration::from_secs(30)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let url = format!("{}/oauth/token", self.auth_url);
+        let resp = agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(grant(refresh_token).to_string().as_bytes())
+            .map_err(|_| RefreshError::Unreachable)?;
+        let status = resp.status().as_u16();
+        let mut body = Vec::new();
+        resp.into_body()
+            .into_reader()
+            .take(ANSWER_BYTES)
+            .read_to_end(&mut body)
+            .map_err(|_| RefreshError::Unreachable)?;
+        Ok((status, body))
+    }
+
+    /// Adds the account's headers: bearer token, account ID, originator and, for a turn's
+    /// step, the session ID.
+    pub fn authorize<B>(
+        &self,
+        mut req: ureq::RequestBuilder<B>,
+        session_id: Option<&str>,
+    ) -> ureq::RequestBuilder<B> {
+        if let Some(t) = &self.tokens {
+            req = req.header("authorization", &format!("Bearer {}", t.access_token));
+            if let Some(a) = &t.account_id {
+                req = req.header("chatgpt-account-id", a);
+            }
+        }
+        req = req.header("originator", "magi-code");
+        match session_id {
+            Some(s) => req.header("session_id", s),
+            None => req,
+        }
+    }
+}
+
+/// Replaces `path` with `bytes` at `mode`: temp file beside it, fsync, rename.
+fn write_back(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    crate::store::replace_atomically(path, bytes, Some(mode), crate::store::Sweep::Beside)
+        .map(|_| ())
+}
+
+/// Writes `bytes` to a fresh file at `path` (tests).
+#[cfg(test)]
+fn put(path: &Path, bytes: &[u8], mode: u32) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(mode)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+#[cfg(test)]
+#[path = "codex_tests.rs"]
+mod tests;
