@@ -2,6 +2,7 @@
 //! skills and hook definitions.
 
 pub mod code_mode;
+mod codex;
 mod files;
 pub mod front_matter;
 #[cfg(feature = "testing")]

@@ -420,20 +420,8 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                 }
                 "anthropic" | "openai" | "codex" => {
                     // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
-                    let keys: &[&str] = if name == "codex" {
-                        &[
-                            "base_url",
-                            "auth_url",
-                            "max_output_tokens",
-                            "context_window",
-                        ]
-                    } else {
-                        &["base_url", "max_output_tokens", "context_window"]
-                    };
-                    let c = obj(cfg, keys)?;
-                    if let Some(v) = c.get("auth_url") {
-                        s.codex_auth_url = Some(string(v)?);
-                    }
+                    let c = obj(cfg, super::codex::keys(name))?;
+                    s.codex_auth_url = super::codex::auth_url(c)?.or(s.codex_auth_url.take());
                     if let Some(v) = c.get("base_url") {
                         s.builtin_base_urls.insert(name.clone(), string(v)?);
                     }

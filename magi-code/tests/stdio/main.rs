@@ -15,6 +15,7 @@ mod code_mode;
 mod code_mode_nested;
 mod code_mode_text;
 mod code_mode_wire;
+mod codex;
 mod compaction;
 mod content_limit;
 mod effort;
