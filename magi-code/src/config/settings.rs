@@ -421,7 +421,8 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                 "anthropic" | "openai" | "codex" => {
                     // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
                     let c = obj(cfg, super::codex::keys(name))?;
-                    s.codex_auth_url = super::codex::auth_url(c)?.or(s.codex_auth_url.take());
+                    s.codex_auth_url =
+                        super::codex::auth_url(c)?.or_else(|| s.codex_auth_url.take());
                     if let Some(v) = c.get("base_url") {
                         s.builtin_base_urls.insert(name.clone(), string(v)?);
                     }
