@@ -87,7 +87,7 @@ fn fetch(target: &Target, cancel: &Cancel) -> Result<Vec<u8>, ErrorCode> {
         // A refresh the sign-in needs first is finished whatever happens to the operation.
         Some(c) => {
             let mut codex = crate::providers::codex::Codex::new(c.path.clone(), &c.auth_url);
-            codex.fresh().map_err(|_| failed())?;
+            codex.fresh(cancel).map_err(|_| failed())?;
             codex.authorize(agent.get(&url), None)
         }
         None => target.authorize(agent.get(&url)),

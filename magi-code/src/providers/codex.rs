@@ -4,6 +4,7 @@
 //! writes the answer back so the Codex CLI keeps working. Parsing is sans-IO; the file and
 //! the one `POST` are separate.
 
+use crate::util::cancel::Cancel;
 use serde_json::{json, Map, Value};
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -191,6 +192,8 @@ pub enum RefreshError {
     Unreachable,
     /// Another status, or a malformed answer (status 200).
     Status(u16),
+    /// The run was cancelled while the refresh went on (it still finishes and is stored).
+    Cancelled,
 }
 
 /// Whether a token endpoint error body names a spent refresh token: `error.code`, `error`
@@ -331,25 +334,54 @@ impl Codex {
     }
 
     /// Makes sure the access token does not expire within 60 s: refreshes (locked) if it does.
-    pub fn fresh(&mut self) -> Result<(), RefreshError> {
+    pub fn fresh(&mut self, cancel: &Cancel) -> Result<(), RefreshError> {
         if self.tokens.is_none() {
             self.tokens = Some(load(&self.path).ok_or(RefreshError::Refused)?);
         }
         match &self.tokens {
             Some(t) if !needs_refresh(t, crate::util::time::now_ms()) => Ok(()),
-            _ => self.refresh(),
+            _ => self.refresh(cancel),
         }
     }
 
     /// After a `401`: one refresh (or the tokens another process refreshed meanwhile).
-    pub fn after_unauthorized(&mut self) -> Result<(), RefreshError> {
-        self.refresh()
+    pub fn after_unauthorized(&mut self, cancel: &Cancel) -> Result<(), RefreshError> {
+        self.refresh(cancel)
+    }
+
+    /// Runs the refresh on its own thread: a cancelled run returns at once, while the
+    /// refresh goes on to its end and stores its answer (once sent, the old refresh token
+    /// may be spent).
+    fn refresh(&mut self, cancel: &Cancel) -> Result<(), RefreshError> {
+        let mut worker = Self {
+            path: self.path.clone(),
+            auth_url: self.auth_url.clone(),
+            tokens: self.tokens.clone(),
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = worker.refresh_now().map(|()| worker.tokens);
+            // The run may have stopped waiting: the answer is in the file either way.
+            let _ = tx.send(r);
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(r) => {
+                    self.tokens = r?;
+                    return Ok(());
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(RefreshError::Refused)
+                }
+                Err(_) if cancel.is_cancelled() => return Err(RefreshError::Cancelled),
+                Err(_) => {}
+            }
+        }
     }
 
     /// Under the lock on `auth.json.lock`: the file's tokens if another process replaced ours
-    /// with fresh ones, else one refresh grant, written back. Not cancellable: once sent,
-    /// the old refresh token may be spent, so the answer must be stored.
-    fn refresh(&mut self) -> Result<(), RefreshError> {
+    /// with fresh ones, else one refresh grant, written back.
+    fn refresh_now(&mut self) -> Result<(), RefreshError> {
         let lock_path = self.path.with_file_name("auth.json.lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)

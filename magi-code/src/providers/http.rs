@@ -95,6 +95,7 @@ fn refresh_failure(e: RefreshError) -> StepFailure {
         RefreshError::Refused => StepFailure::CodexLogin,
         RefreshError::Unreachable => StepFailure::Unreachable,
         RefreshError::Status(s) => StepFailure::Status(s),
+        RefreshError::Cancelled => StepFailure::Cancelled,
     }
 }
 
@@ -305,7 +306,7 @@ impl ModelClient for HttpModel {
             if cancel.is_cancelled() {
                 return Err(StepFailure::Cancelled);
             }
-            let attempt = match self.codex.as_mut().map(Codex::fresh) {
+            let attempt = match self.codex.as_mut().map(|c| c.fresh(cancel)) {
                 Some(Err(e)) => Err(refresh_failed(e)),
                 _ => self.attempt(&wire, &body, cancel, sink),
             };
@@ -318,7 +319,7 @@ impl ModelClient for HttpModel {
                 Err(Attempt::Unauthorized) if reauthorized => return Err(StepFailure::CodexLogin),
                 Err(Attempt::Unauthorized) => {
                     reauthorized = true;
-                    let refreshed = self.codex.as_mut().map(Codex::after_unauthorized);
+                    let refreshed = self.codex.as_mut().map(|c| c.after_unauthorized(cancel));
                     if let Some(Err(e)) = refreshed {
                         return Err(if cancel.is_cancelled() {
                             StepFailure::Cancelled

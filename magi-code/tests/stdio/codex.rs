@@ -390,3 +390,40 @@ fn two_children_refreshing_at_once_send_one_grant_and_both_work() {
     );
     assert_secret(&env, &mut b, &[], &[&old, &new_access]);
 }
+
+#[test]
+fn a_refresh_once_sent_is_finished_and_stored_when_the_turn_is_cancelled() {
+    let llm = FakeLlm::start(vec![text("after")]);
+    let (mut reply, new_access) = granted("late");
+    // The answer comes well after the cancel.
+    reply.pause = Duration::from_millis(1_500);
+    let tokens = FakeLlm::start(vec![reply]);
+    let old = jwt(10, "cancelled");
+    let (env, path) = codex_env(&llm, &tokens.base, Some(&auth_json(&old, "rt-sent")));
+    let (mut s, sid) = start_session(&env, &[]);
+    let run_id = crate::common::start_turn(&mut s, &sid, "hello");
+    assert_eq!(tokens.next(WAIT).body["refresh_token"], "rt-sent");
+    let (frames, took) = crate::common::cancel_turn(&mut s, &sid, &run_id);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    assert!(
+        took < Duration::from_millis(1_000),
+        "cancel waited for the refresh: {took:?}"
+    );
+    // The next turn uses what the cancelled run's refresh stored: no second grant.
+    let frames = run_turn(&mut s, &sid, "again");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let bearer = format!("Bearer {new_access}");
+    assert_eq!(
+        header(&llm.next(WAIT), "authorization"),
+        Some(bearer.as_str())
+    );
+    assert!(tokens.drain().is_empty(), "one grant");
+    let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(v["tokens"]["refresh_token"], "rt-late");
+    assert_secret(
+        &env,
+        &mut s,
+        &frames,
+        &[&old, &new_access, "rt-sent", "rt-late"],
+    );
+}
