@@ -128,7 +128,12 @@ pub fn ready(t: &Tokens, now_ms: i64) -> bool {
 
 /// Reads at most [`AUTH_FILE_BYTES`] of `path`; `None` when missing, unreadable or larger.
 fn read_bounded(path: &Path) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).ok()?;
+    // O_NONBLOCK: a FIFO in the file's place must fail the metadata check, not block.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }
@@ -388,6 +393,7 @@ impl Codex {
             .truncate(false)
             .write(true)
             .mode(0o600)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(&lock_path)
             .map_err(|_| RefreshError::Refused)?;
         lock.lock().map_err(|_| RefreshError::Refused)?;

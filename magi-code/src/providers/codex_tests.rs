@@ -188,3 +188,21 @@ fn write_back_keeps_other_members_and_the_mode() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temp file left");
 }
+
+#[test]
+fn a_fifo_or_an_oversized_file_is_no_sign_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("auth.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success(), "mkfifo failed");
+    assert_eq!(load(&fifo), None, "read without blocking");
+    let big = dir.path().join("big.json");
+    let at = jwt(&json!({"exp": 4_000_000_000_i64}));
+    let mut body = json!({"tokens": {"access_token": at}, "pad": ""});
+    body["pad"] = json!("x".repeat(64 << 10));
+    put(&big, body.to_string().as_bytes(), 0o600);
+    assert_eq!(load(&big), None, "over 64 KiB");
+    body["pad"] = json!("");
+    put(&big, body.to_string().as_bytes(), 0o600);
+    assert!(load(&big).is_some());
+}
