@@ -3,10 +3,10 @@
 //! `auth.json` in a temporary `CODEX_HOME`.
 
 use crate::common::fake_llm::{FakeLlm, Reply, Seen};
-use crate::common::responses_sse::text;
+use crate::common::responses_sse::{completed, ev, text};
 use crate::common::{
-    assert_error, diagnostic_codes, events, init_params, result, run_turn, start, start_session,
-    Env, Server,
+    assert_error, assert_failed_status, diagnostic_codes, events, init_params, result, run_turn,
+    start, start_session, Env, Server,
 };
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -309,6 +309,8 @@ fn readiness_at_initialize_reads_auth_json_locally() {
             assert_eq!(result(&f)["status"]["provider"], "codex", "{auth:?}");
         } else {
             assert_error(&f, Some("init"), "provider_unavailable");
+            let st = s.call("st", "status", &json!({}));
+            assert_failed_status(result(&st), "provider_unavailable");
         }
         s.shutdown_ok("bye");
     }
@@ -425,5 +427,44 @@ fn a_refresh_once_sent_is_finished_and_stored_when_the_turn_is_cancelled() {
         &mut s,
         &frames,
         &[&old, &new_access, "rt-sent", "rt-late"],
+    );
+}
+
+#[test]
+fn a_tool_that_prints_auth_json_shows_the_tokens_redacted() {
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell",
+        "arguments": json!({"command": "cat \"$CODEX_HOME/auth.json\""}).to_string()});
+    let done = json!({"type": "response.output_item.done", "sequence_number": 0,
+        "output_index": 0, "item": call});
+    let llm = FakeLlm::start(vec![Reply::sse(vec![ev(&done), completed(1)]), text("ok")]);
+    let tokens = FakeLlm::start(vec![]);
+    let access = jwt(3_600, "printed");
+    let (env, _) = codex_env(&llm, &tokens.base, Some(&auth_json(&access, "rt-printed")));
+    let mut settings: Value =
+        serde_json::from_slice(&std::fs::read(env.home().join("settings.json")).unwrap()).unwrap();
+    settings["tools"] = json!({"shell": "allow"});
+    env.write_global_settings(&settings);
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = run_turn(&mut s, &sid, "show me");
+    assert_eq!(
+        frames.last().unwrap()["data"]["outcome"],
+        "completed",
+        "{frames:#?}"
+    );
+    let _ = llm.next(WAIT);
+    let second = llm.next(WAIT).body.to_string();
+    assert!(
+        second.contains("acc-123") && second.contains("[redacted]"),
+        "{second}"
+    );
+    assert!(
+        !second.contains(&access) && !second.contains("rt-printed"),
+        "{second}"
+    );
+    assert_secret(
+        &env,
+        &mut s,
+        &frames,
+        &[&access, "rt-printed", "id-token-old"],
     );
 }
