@@ -41,6 +41,11 @@ enum Cmd {
         /// The trace file (JSONL, see docs/trace-format.md).
         file: PathBuf,
     },
+    /// The user's MCP servers: list, approve, log in to, log out of.
+    Mcp {
+        #[command(subcommand)]
+        action: magi_code::cli::mcp::McpCommand,
+    },
     /// The Code Mode helper the backend starts itself (`code-mode.md` 4): not for people.
     #[command(hide = true)]
     CodeHost,
@@ -67,6 +72,7 @@ fn main() {
         Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
         Cmd::Schema { typescript } => magi_code::cli::schema(typescript),
         Cmd::Replay { file } => magi_code::cli::replay(&file),
+        Cmd::Mcp { action } => magi_code::cli::mcp::mcp(&action),
         Cmd::CodeHost => magi_code::codemode::host::code_host(),
     };
     std::process::exit(code);

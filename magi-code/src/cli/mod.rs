@@ -5,6 +5,8 @@ pub mod chat;
 mod chat_view;
 pub mod demo;
 mod interrupt;
+pub mod mcp;
+mod mcp_approve;
 pub mod replay;
 mod retention;
 pub mod schema;

@@ -4,8 +4,10 @@
 
 pub mod auth;
 pub mod jsonrpc;
+pub mod oauth;
 pub mod protocol;
 pub mod server;
+pub mod tokens;
 
 use self::protocol::{Malformed, McpResult, RemoteTool};
 use self::server::{CallError, Definition, Server};
