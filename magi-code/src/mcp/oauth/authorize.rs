@@ -128,3 +128,6 @@ impl Authorize for OAuthAuthorize {
         self.refresh().map(|()| true)
     }
 }
+
+#[cfg(test)]
+mod tests;
