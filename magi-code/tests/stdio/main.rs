@@ -25,6 +25,7 @@ mod hooks;
 mod http;
 mod launch;
 mod mcp;
+mod mcp_cli;
 mod mcp_faults;
 mod mcp_offer;
 mod profiles;
