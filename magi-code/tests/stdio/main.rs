@@ -27,6 +27,7 @@ mod launch;
 mod mcp;
 mod mcp_cli;
 mod mcp_faults;
+mod mcp_login;
 mod mcp_offer;
 mod profiles;
 mod redaction;
