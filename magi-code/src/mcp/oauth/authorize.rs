@@ -69,6 +69,7 @@ impl OAuthAuthorize {
         let store = Tokens::lock(mc_home).map_err(|_| AuthError::Store)?;
         let token = store.get(name, &url).cloned().ok_or(AuthError::Missing)?;
         drop(store);
+        remember(&token);
         let epoch = (clock.now(), now_ms);
         Ok(Self {
             mc_home: mc_home.to_path_buf(),
@@ -98,6 +99,7 @@ impl OAuthAuthorize {
             .ok_or(AuthError::Missing)?;
         let now = self.now_ms();
         if saved.access_token != self.token.access_token && !expires_soon(&saved, now) {
+            remember(&saved);
             self.token = saved;
             return Ok(());
         }
@@ -105,11 +107,25 @@ impl OAuthAuthorize {
         let (status, body) = (self.send)(&post).map_err(|()| AuthError::RefreshFailed)?;
         let answer = parse_token_response(status, &body)?;
         let fresh = refreshed(&saved, answer, self.now_ms());
+        remember(&fresh);
         store
             .put(&self.name, fresh.clone())
             .map_err(|_| AuthError::Store)?;
         self.token = fresh;
         Ok(())
+    }
+}
+
+/// Registers a token's secrets with redaction, so a server echoing one cannot carry it into
+/// a frame, history record or model input.
+fn remember(t: &Token) {
+    let secrets = [
+        Some(&t.access_token),
+        t.refresh_token.as_ref(),
+        t.client_secret.as_ref(),
+    ];
+    for s in secrets.into_iter().flatten() {
+        crate::util::redact::register_secret(s);
     }
 }
 

@@ -164,9 +164,10 @@ fn probe(url: &str) -> Option<String> {
 fn discover(server: &Url, cfg: &LoginConfig) -> Result<Found, LoginError> {
     let prm = server
         .well_known("oauth-protected-resource")
-        .iter()
-        .chain(probe(&cfg.url).iter())
-        .find_map(|u| json_at(u).and_then(|b| parse_resource_metadata(&b)))
+        .into_iter()
+        // The probe only when no well-known document answered.
+        .chain(std::iter::once_with(|| probe(&cfg.url)).flatten())
+        .find_map(|u| json_at(&u).and_then(|b| parse_resource_metadata(&b)))
         .ok_or(LoginError::Discovery)?;
     let meta = prm
         .authorization_servers

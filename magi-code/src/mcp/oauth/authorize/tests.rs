@@ -228,3 +228,19 @@ fn over_the_network_a_rotating_endpoint_is_saved_and_a_refusing_one_is_refused()
     assert_eq!(a.refresh_after_401(), Err(AuthError::Refused));
     assert_eq!(saved(&home).access_token, "net-2");
 }
+
+#[test]
+fn loaded_and_refreshed_tokens_are_registered_with_redaction() {
+    let home = home_with(1, Some("rt-0"), "https://auth.example/token");
+    let (send, _) = fake_send(vec![(
+        200,
+        r#"{"access_token":"fresh-opaque-value-9317","refresh_token":"rotated-opaque-value-5521"}"#,
+    )]);
+    let clock = Arc::new(FakeClock::default());
+    let mut a = OAuthAuthorize::new(home.path(), "docs", URL, clock, 1_000_000, send).unwrap();
+    a.header().unwrap();
+    let shown = crate::util::redact::sanitize_text(
+        "got fresh-opaque-value-9317 and rotated-opaque-value-5521",
+    );
+    assert_eq!(shown, "got [redacted] and [redacted]");
+}
