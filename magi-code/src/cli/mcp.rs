@@ -2,6 +2,7 @@
 //! servers over HTTP", `decisions.md` 41): the user's MCP servers as the settings define them,
 //! for people, outside the protocol. No command prints a token. See `docs/mcp.md` "Commands".
 
+use super::mcp_approve::{approve, Candidate};
 use crate::config::settings;
 use crate::mcp::oauth::login::{login, LoginConfig};
 use crate::mcp::oauth::url::canonical;
@@ -35,14 +36,14 @@ pub enum McpCommand {
 
 /// One configured server as the merged settings define it.
 #[derive(Debug, Clone)]
-pub(super) struct Def {
-    pub(super) name: String,
-    pub(super) canonical: String,
-    pub(super) hash: String,
-    pub(super) enabled: bool,
-    pub(super) approved: bool,
+struct Def {
+    name: String,
+    canonical: String,
+    hash: String,
+    enabled: bool,
+    approved: bool,
     /// The definition's keys (from the canonical JSON).
-    pub(super) keys: Map<String, Value>,
+    keys: Map<String, Value>,
 }
 
 impl Def {
@@ -52,9 +53,9 @@ impl Def {
 }
 
 /// Where the command reads and writes: `MC_HOME` and the merged servers.
-pub(super) struct Context {
-    pub(super) root: PathBuf,
-    pub(super) defs: Vec<Def>,
+struct Context {
+    root: PathBuf,
+    defs: Vec<Def>,
 }
 
 fn fail(code: &str, what: &str) -> i32 {
@@ -104,7 +105,15 @@ pub fn mcp(cmd: &McpCommand) -> i32 {
     match cmd {
         McpCommand::List => list(&ctx),
         McpCommand::Approve { name } => match find(&ctx, name) {
-            Ok(d) => super::mcp_approve::approve(&ctx, d),
+            Ok(d) => {
+                let c = Candidate {
+                    name: &d.name,
+                    canonical: &d.canonical,
+                    hash: &d.hash,
+                    approved: d.approved,
+                };
+                approve(&ctx.root, &c)
+            }
             Err(code) => code,
         },
         McpCommand::Login { name } => match find(&ctx, name) {

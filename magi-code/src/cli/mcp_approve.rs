@@ -3,15 +3,27 @@
 //! `mcp.approved` (an atomic rewrite of `MC_HOME/settings.json` keeping every other key). Any
 //! other answer, EOF, or no terminal on stdin changes nothing and exits 1.
 
-use super::mcp::{Context, Def};
 use crate::config::settings;
 use crate::store::{replace_atomically, Sweep};
 use serde_json::{Map, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
 
-/// Runs `approve` for `def`; the exit code.
-pub(super) fn approve(ctx: &Context, def: &Def) -> i32 {
+/// The server being approved, as the merged settings define it.
+pub(super) struct Candidate<'a> {
+    /// Its name.
+    pub(super) name: &'a str,
+    /// Its canonical definition.
+    pub(super) canonical: &'a str,
+    /// The lowercase hex SHA-256 of `canonical`.
+    pub(super) hash: &'a str,
+    /// Whether the global `mcp.approved` lists `hash` already.
+    pub(super) approved: bool,
+}
+
+/// Runs `approve` for `def`, writing under `root` (`MC_HOME`); the exit code.
+pub(super) fn approve(root: &Path, def: &Candidate<'_>) -> i32 {
     println!("{}", def.canonical);
     println!("sha256 {}", def.hash);
     if def.approved {
@@ -34,9 +46,13 @@ pub(super) fn approve(ctx: &Context, def: &Def) -> i32 {
         println!("Not approved; nothing was changed.");
         return 1;
     }
-    match add_approval(ctx, &def.hash) {
+    match add_approval(root, def.hash) {
         Ok(()) => {
-            println!("Approved {} in {}.", def.name, settings_path(ctx).display());
+            println!(
+                "Approved {} in {}.",
+                def.name,
+                settings_path(root).display()
+            );
             0
         }
         Err(code) => {
@@ -46,13 +62,13 @@ pub(super) fn approve(ctx: &Context, def: &Def) -> i32 {
     }
 }
 
-fn settings_path(ctx: &Context) -> std::path::PathBuf {
-    ctx.root.join("settings.json")
+fn settings_path(root: &Path) -> std::path::PathBuf {
+    root.join("settings.json")
 }
 
 /// Re-reads the global settings and writes them back with `hash` in `mcp.approved`.
-fn add_approval(ctx: &Context, hash: &str) -> Result<(), &'static str> {
-    let path = settings_path(ctx);
+fn add_approval(root: &Path, hash: &str) -> Result<(), &'static str> {
+    let path = settings_path(root);
     let mut global = settings::read_file(&path)
         .map_err(|_| "configuration_invalid")?
         .unwrap_or_default();
@@ -78,7 +94,7 @@ fn add_approval(ctx: &Context, hash: &str) -> Result<(), &'static str> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&ctx.root)
+        .create(root)
         .map_err(|_| "settings_unwritable")?;
     replace_atomically(&path, &data, Some(mode), Sweep::Beside)
         .map(|_| ())

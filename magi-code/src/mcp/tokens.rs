@@ -94,7 +94,11 @@ struct Layout {
 /// The lowercase hex SHA-256 of a canonical URL: the second half of an entry's key.
 #[must_use]
 pub fn url_key(canonical_url: &str) -> String {
-    super::digest(canonical_url)
+    use sha2::{Digest, Sha256};
+    Sha256::digest(canonical_url.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The token file of one `MC_HOME`, opened under its lock.

@@ -6,7 +6,8 @@
 
 use super::super::auth::{AuthError, Authorize};
 use super::super::tokens::{Token, Tokens};
-use super::{expires_soon, parse_token_response, refresh_request, refreshed, transport, Post};
+use super::transport;
+use super::wire::{expires_soon, parse_token_response, refresh_request, refreshed, Post};
 use crate::util::clock::{Clock, RealClock};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -8,10 +8,10 @@
 use super::super::tokens::{StoreError, Token, Tokens};
 use super::transport::{self, Answer};
 use super::url::{self, Url};
-use super::{
+use super::wire::{
     authorization_url, code_request, parse_registration, parse_resource_metadata,
-    parse_server_metadata, parse_token_response, random_string, registration_request,
-    resource_metadata_param, server_metadata_urls, Pkce, ServerMetadata,
+    parse_server_metadata, parse_token_response, random_string, refreshed, registration_request,
+    resource_metadata_param, server_metadata_urls, Pkce, Post, ServerMetadata,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -152,7 +152,7 @@ fn probe(url: &str) -> Option<String> {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "magi-code", "version": env!("CARGO_PKG_VERSION")}}});
-    let post = super::Post {
+    let post = Post {
         url: url.to_owned(),
         content_type: "application/json",
         body: body.to_string(),
@@ -264,7 +264,7 @@ pub fn login(
         .map_err(|_| LoginError::Exchange)?;
     let answer = parse_token_response(a.status, &a.body).map_err(|_| LoginError::Exchange)?;
     let now = u64::try_from(crate::util::time::now_ms()).unwrap_or(0);
-    token = super::refreshed(&token, answer, now);
+    token = refreshed(&token, answer, now);
     let mut store = Tokens::lock(mc_home).map_err(LoginError::Store)?;
     store.put(&cfg.name, token).map_err(LoginError::Store)
 }

@@ -3,7 +3,7 @@
 //! allowed URL (`https`, or `http` to a loopback address).
 
 use super::url::Url;
-use super::{Post, BODY_BYTES};
+use super::wire::{Post, BODY_BYTES};
 use std::io::Read;
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-use super::login::{parse_redirect, Redirect};
-use super::url::{base64url, canonical, decode, form, query_pairs, Url};
+use super::super::login::{parse_redirect, Redirect};
+use super::super::url::{base64url, canonical, decode, form, query_pairs, Url};
 use super::*;
 use crate::mcp::tokens::Token;
 
