@@ -1,6 +1,7 @@
 //! The initialization worker: storage root, runtime folders, settings, instructions, provider
 //! readiness, MCP admission and the context identity. Runs off the protocol loop, cancellably.
 
+pub mod doctor;
 pub mod env;
 
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};

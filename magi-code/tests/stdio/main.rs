@@ -17,6 +17,7 @@ mod code_mode_text;
 mod code_mode_wire;
 mod compaction;
 mod content_limit;
+mod doctor;
 mod effort;
 mod grep;
 mod guide;
