@@ -230,7 +230,7 @@ pub fn read_file(path: &Path) -> R<Option<Map<String, Value>>> {
     }
 }
 
-fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
+pub(super) fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
     let m = v.as_object().ok_or(Invalid("not an object"))?;
     if m.keys().all(|k| allowed.contains(&k.as_str())) {
         Ok(m)
@@ -239,7 +239,7 @@ fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
     }
 }
 
-fn string(v: &Value) -> R<String> {
+pub(super) fn string(v: &Value) -> R<String> {
     match v.as_str() {
         Some(s) if !s.is_empty() && s.len() <= 4096 && !s.chars().any(char::is_control) => {
             Ok(s.to_owned())
@@ -282,7 +282,7 @@ fn policy(v: &Value) -> R<Policy> {
     super::policy::parse(v)
 }
 
-fn is_provider_name(s: &str) -> bool {
+pub(super) fn is_provider_name(s: &str) -> bool {
     protocol_core::ids::is_id_grammar(s)
 }
 
@@ -495,38 +495,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     if let Some(v) = m.get("mcp") {
         let c = obj(v, &["servers", "approved"])?;
         if let Some(servers) = c.get("servers") {
-            let servers = servers.as_object().ok_or(Invalid("mcp servers"))?;
-            for (name, def) in servers {
-                if !is_provider_name(name) {
-                    return Err(Invalid("mcp server name"));
-                }
-                let d = obj(def, &["command", "args", "env", "enabled"])?;
-                string(d.get("command").ok_or(Invalid("mcp command"))?)?;
-                if let Some(a) = d.get("args") {
-                    a.as_array()
-                        .ok_or(Invalid("mcp args"))?
-                        .iter()
-                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp arg")))?;
-                }
-                if let Some(e) = d.get("env") {
-                    e.as_object()
-                        .ok_or(Invalid("mcp env"))?
-                        .values()
-                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp env value")))?;
-                }
-                let enabled = match d.get("enabled") {
-                    None => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(_) => return Err(Invalid("mcp enabled")),
-                };
-                let mut canon = d.clone();
-                canon.remove("enabled");
-                canon.insert("name".into(), Value::String(name.clone()));
-                // serde_json's Map is a BTreeMap here: keys serialize sorted.
-                let canonical = serde_json::to_string(&canon).map_err(|_| Invalid("mcp"))?;
-                s.mcp_servers
-                    .insert(name.clone(), McpServer { canonical, enabled });
-            }
+            s.mcp_servers = super::mcp_servers::parse(servers)?;
         }
         if let Some(a) = c.get("approved") {
             s.mcp_approved = strings(a)?;
