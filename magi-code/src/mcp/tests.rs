@@ -1,6 +1,6 @@
 use super::*;
-use serde_json::json;
 use crate::util::schema::SCHEMA_BYTES;
+use serde_json::json;
 
 #[test]
 fn the_digest_is_lowercase_hex_sha256_of_the_canonical_bytes() {
