@@ -2,7 +2,7 @@
 //! the stdio form (`command`) or the Streamable HTTP form (`url`), strictly validated, and
 //! kept as its canonical JSON (the approval hash's input).
 
-use super::settings::{is_provider_name, obj, string, Invalid, McpServer};
+use super::invalid::Invalid;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -11,6 +11,39 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 pub const MAX_HEADERS: usize = 32;
 
 type R<T> = Result<T, Invalid>;
+
+/// An MCP server definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The canonical definition (sorted keys, `enabled` excluded) as JSON text.
+    pub canonical: String,
+    /// Whether the merged settings enable it.
+    pub enabled: bool,
+}
+
+fn is_provider_name(s: &str) -> bool {
+    protocol_core::ids::is_id_grammar(s)
+}
+
+/// `v` as an object whose keys are all `allowed`.
+fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
+    let m = v.as_object().ok_or(Invalid("not an object"))?;
+    if m.keys().all(|k| allowed.contains(&k.as_str())) {
+        Ok(m)
+    } else {
+        Err(Invalid("unknown key"))
+    }
+}
+
+/// A settings string: not empty, at most 4 KiB, no control character.
+fn string(v: &Value) -> R<String> {
+    match v.as_str() {
+        Some(s) if !s.is_empty() && s.len() <= 4096 && !s.chars().any(char::is_control) => {
+            Ok(s.to_owned())
+        }
+        _ => Err(Invalid("bad string")),
+    }
+}
 
 /// Every server of `mcp.servers`, by name.
 pub(super) fn parse(servers: &Value) -> R<BTreeMap<String, McpServer>> {

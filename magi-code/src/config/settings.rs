@@ -62,14 +62,7 @@ pub struct CompatProvider {
     pub wire_api: WireApi,
 }
 
-/// An MCP server definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpServer {
-    /// The canonical definition (sorted keys, `enabled` excluded) as JSON text.
-    pub canonical: String,
-    /// Whether the merged settings enable it.
-    pub enabled: bool,
-}
+pub use super::mcp_servers::McpServer;
 
 /// Merged, validated settings of one child.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,7 +223,7 @@ pub fn read_file(path: &Path) -> R<Option<Map<String, Value>>> {
     }
 }
 
-pub(super) fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
+fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
     let m = v.as_object().ok_or(Invalid("not an object"))?;
     if m.keys().all(|k| allowed.contains(&k.as_str())) {
         Ok(m)
@@ -239,7 +232,7 @@ pub(super) fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value
     }
 }
 
-pub(super) fn string(v: &Value) -> R<String> {
+fn string(v: &Value) -> R<String> {
     match v.as_str() {
         Some(s) if !s.is_empty() && s.len() <= 4096 && !s.chars().any(char::is_control) => {
             Ok(s.to_owned())
@@ -282,7 +275,7 @@ fn policy(v: &Value) -> R<Policy> {
     super::policy::parse(v)
 }
 
-pub(super) fn is_provider_name(s: &str) -> bool {
+fn is_provider_name(s: &str) -> bool {
     protocol_core::ids::is_id_grammar(s)
 }
 

@@ -92,7 +92,7 @@ pub(super) fn start_one(
             conn
         }
     };
-    let listed = super::collect_pages(|c| {
+    let listed = collect_pages(|c| {
         conn.request("tools/list", protocol::list_params(c), deadline, cancel)
             .map_err(|_| Malformed)
     });
@@ -112,4 +112,27 @@ fn stdio_handshake(srv: &Server, deadline: Instant, cancel: &Cancel) -> Result<(
     protocol::accepted_version(&init).ok_or(Malformed)?;
     srv.notify("notifications/initialized", json!({}));
     Ok(())
+}
+
+/// Follows `tools/list` pages through `fetch(cursor)` up to [`protocol::MAX_PAGES`] pages and
+/// [`protocol::MAX_TOOLS`] tools (the rest are dropped).
+pub fn collect_pages(
+    mut fetch: impl FnMut(Option<&str>) -> Result<Value, Malformed>,
+) -> Result<Vec<RemoteTool>, Malformed> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..protocol::MAX_PAGES {
+        let page = fetch(cursor.as_deref())?;
+        let (more, next) = protocol::parse_tools_page(&page)?;
+        tools.extend(more);
+        if tools.len() >= protocol::MAX_TOOLS {
+            tools.truncate(protocol::MAX_TOOLS);
+            return Ok(tools);
+        }
+        match next {
+            Some(n) => cursor = Some(n),
+            None => return Ok(tools),
+        }
+    }
+    Ok(tools)
 }

@@ -455,3 +455,6 @@ fn notification(method: &str, params: Value) -> Vec<u8> {
         .to_string()
         .into_bytes()
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,7 @@ pub mod jsonrpc;
 pub mod protocol;
 pub mod server;
 
+pub use self::conn::collect_pages;
 use self::conn::{start_one, Connection, Started};
 pub use self::definition::Definition;
 use self::protocol::{Malformed, McpResult, RemoteTool};
@@ -119,29 +120,6 @@ impl std::fmt::Debug for McpHub {
             .field("tools", &self.tools.len())
             .finish()
     }
-}
-
-/// Follows `tools/list` pages through `fetch(cursor)` up to [`protocol::MAX_PAGES`] pages and
-/// [`protocol::MAX_TOOLS`] tools (the rest are dropped).
-pub fn collect_pages(
-    mut fetch: impl FnMut(Option<&str>) -> Result<Value, Malformed>,
-) -> Result<Vec<RemoteTool>, Malformed> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..protocol::MAX_PAGES {
-        let page = fetch(cursor.as_deref())?;
-        let (more, next) = protocol::parse_tools_page(&page)?;
-        tools.extend(more);
-        if tools.len() >= protocol::MAX_TOOLS {
-            tools.truncate(protocol::MAX_TOOLS);
-            return Ok(tools);
-        }
-        match next {
-            Some(n) => cursor = Some(n),
-            None => return Ok(tools),
-        }
-    }
-    Ok(tools)
 }
 
 /// Longest tool name shown in the left-out report; longer ones end in `…`.

@@ -396,3 +396,62 @@ fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Polls `check` until it holds or [`WAIT`] passes.
+fn eventually(check: impl Fn() -> bool) -> bool {
+    let t0 = Instant::now();
+    while !check() {
+        if t0.elapsed() > WAIT {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn a_cancelled_call_sends_notifications_cancelled_and_drops_its_stream() {
+    let fake = FakeMcp::start(Faults {
+        stall_calls: true,
+        ..Faults::default()
+    });
+    let env = script_env(
+        &json!([{"tool": {"name": "mcp__web__echo", "input": {"text": "slow"}}}]),
+        &[("web", &json!({"url": fake.url}))],
+        Some(json!({"mcp": "allow"})),
+    );
+    let (mut s, _) = ready_in(&env);
+    let sid = session(&mut s);
+    let run_id = start_turn(&mut s, &sid, "go");
+    until(&mut s, |f| {
+        f["event"] == "activity" && f["data"]["state"] == "started"
+    });
+    assert!(eventually(|| fake
+        .seen()
+        .iter()
+        .any(|r| r.rpc() == "tools/call")));
+    let t0 = Instant::now();
+    s.request(
+        "x",
+        "turn.cancel",
+        &json!({"session_id": sid, "run_id": run_id}),
+    );
+    let frames = until(&mut s, finished);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    assert!(eventually(|| fake
+        .seen()
+        .iter()
+        .any(|r| r.rpc() == "notifications/cancelled")));
+    assert!(eventually(|| fake.dropped() == 1), "the stream was dropped");
+    let seen = fake.seen();
+    let call = seen.iter().find(|r| r.rpc() == "tools/call").unwrap();
+    let note = seen
+        .iter()
+        .find(|r| r.rpc() == "notifications/cancelled")
+        .unwrap();
+    assert_eq!(note.body["params"]["requestId"], call.body["id"]);
+    assert_eq!(note.headers["mcp-session-id"], "s1");
+    s.shutdown_ok("bye");
+}

@@ -29,6 +29,8 @@ pub struct Faults {
     pub break_first_call: bool,
     /// Never answer `initialize` (hold the connection until the client leaves).
     pub silent_initialize: bool,
+    /// Open a `tools/call` answer's stream and send nothing more until the client leaves.
+    pub stall_calls: bool,
 }
 
 /// One request the fake saw.
@@ -63,6 +65,8 @@ struct State {
     /// The live session id.
     live: Option<String>,
     calls: u32,
+    /// Stalled streams the client closed.
+    dropped: u32,
 }
 
 /// A running fake; it stops with the test process.
@@ -93,6 +97,12 @@ impl FakeMcp {
     #[must_use]
     pub fn seen(&self) -> Vec<Seen> {
         self.state.lock().unwrap().seen.clone()
+    }
+
+    /// How many stalled streams the client closed.
+    #[must_use]
+    pub fn dropped(&self) -> u32 {
+        self.state.lock().unwrap().dropped
     }
 
     /// The JSON-RPC methods (and `DELETE`s) so far, with their statuses.
@@ -227,6 +237,13 @@ fn serve(conn: TcpStream, st: &Mutex<State>, f: &Faults) {
         );
         return;
     };
+    if f.stall_calls && msg["method"] == "tools/call" {
+        let _ = write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n7\r\ndata:\n\n\r\n");
+        let mut sink = [0u8; 64];
+        while r.get_mut().read(&mut sink).is_ok_and(|n| n > 0) {}
+        st.lock().unwrap().dropped += 1;
+        return;
+    }
     let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string();
     if !f.sse {
         let _ = write!(w, "HTTP/1.1 200 OK\r\n{session}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}", answer.len());
