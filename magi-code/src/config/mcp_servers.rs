@@ -129,6 +129,11 @@ fn http(def: &Value) -> R<()> {
     if names.len() > MAX_HEADERS {
         return Err(Invalid("too many mcp headers"));
     }
+    // One source of `Authorization`: a header of its own, or the bearer, or the token.
+    let authorizes = d.contains_key("bearer_token_env") || d.contains_key("oauth");
+    if authorizes && names.iter().any(|n| n == "authorization") {
+        return Err(Invalid("mcp authorization twice"));
+    }
     if let Some(v) = d.get("bearer_token_env") {
         if !v.as_str().is_some_and(is_var_name) {
             return Err(Invalid("mcp bearer_token_env"));

@@ -82,6 +82,15 @@ fn url_and_command_together_unknown_keys_and_wrong_types_are_refused() {
         json!({"url": "https://h/", "oauth": {}, "bearer_token_env": "T"})
     ));
     assert!(ok(json!({"url": "https://h/", "headers": {"X": ""}})));
+    assert!(ok(
+        json!({"url": "https://h/", "headers": {"Authorization": "Basic x"}})
+    ));
+    assert!(!ok(
+        json!({"url": "https://h/", "headers": {"authorization": "Basic x"}, "bearer_token_env": "T"})
+    ));
+    assert!(!ok(
+        json!({"url": "https://h/", "env_headers": {"Authorization": "V"}, "oauth": {}})
+    ));
 }
 
 #[test]
