@@ -176,5 +176,36 @@ impl Answer {
     }
 }
 
+/// Fuzz entry point (behind the `testing` feature): the first byte picks a JSON body or an
+/// SSE stream, the rest is fed in pieces cut at each `0xff`; it must never panic, never give
+/// an answer to another id, and never hold more than the session's bounds.
+#[cfg(feature = "testing")]
+pub fn fuzz(data: &[u8]) {
+    let Some((&kind, rest)) = data.split_first() else {
+        return;
+    };
+    let mut s = Session::new();
+    let Ok(id) = s.send_request("tools/call", Value::Null, None) else {
+        return;
+    };
+    let media = if kind % 2 == 0 {
+        "application/json"
+    } else {
+        "text/event-stream"
+    };
+    let Ok(mut a) = Answer::new(id, media) else {
+        return;
+    };
+    for piece in rest.split(|b| *b == 0xff) {
+        match a.feed(piece, &mut s) {
+            Ok(Fed::More) => {}
+            Ok(Fed::Done(_)) | Err(_) => return,
+        }
+        while s.poll_write().is_some() {}
+        assert!(s.outstanding() <= 1);
+    }
+    let _ = a.finish(&mut s);
+}
+
 #[cfg(test)]
 mod tests;
