@@ -7,7 +7,7 @@ pub mod env;
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};
 
 use crate::config::{instructions, profiles, settings, skills, Settings};
-use crate::mcp::{self, server::Definition, McpHub, StartError};
+use crate::mcp::{self, Definition, McpHub, StartError};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;

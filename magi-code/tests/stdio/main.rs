@@ -27,6 +27,8 @@ mod http;
 mod launch;
 mod mcp;
 mod mcp_faults;
+mod mcp_http;
+mod mcp_http_real;
 mod mcp_offer;
 mod profiles;
 mod redaction;
