@@ -9,9 +9,7 @@ use super::emit::TurnCtx;
 use crate::codemode::helper::{Answerer, CallRequest, CellEnd, Helper};
 use crate::codemode::protocol::{self, CallAnswer, Cell, ToolInfo};
 use crate::codemode::text::{CellState, ToolErrorCode};
-use crate::config::Settings;
 use crate::run::{CellJob, CodeResult, Input, InterruptReason, Output, Run};
-use crate::util::env::{child_env, BUILTIN_KEY_VARS};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -40,7 +38,9 @@ pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, 
         .filter(Helper::is_alive);
     let helper = match taken {
         Some(h) => Ok(h),
-        None => Helper::start(&helper_env(&ctx.rt.settings)),
+        // The secrets rule's environment (provider keys and secret-looking names gone but
+        // `shell_env.keep`), as `shell` and hooks get.
+        None => Helper::start(&crate::util::env::children_env()),
     };
     let end = match helper {
         Ok(mut h) => {
@@ -65,14 +65,6 @@ pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, 
         elapsed_ms,
     };
     p.feed(run, input);
-}
-
-/// The helper's environment: the backend's, less `backend.md`'s secrets rule (the built-in
-/// and configured providers' key variables and secret-looking names).
-fn helper_env(s: &Settings) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let mut keys: Vec<&str> = BUILTIN_KEY_VARS.to_vec();
-    keys.extend(s.compat.values().filter_map(|c| c.api_key_env.as_deref()));
-    child_env(std::env::vars_os(), &keys, &[])
 }
 
 /// Keeps `h` for the session's next cell; dropped (killed) when the session is gone.

@@ -4,6 +4,7 @@
 pub mod chat;
 mod chat_view;
 pub mod demo;
+pub mod doctor;
 mod interrupt;
 pub mod mcp;
 mod mcp_approve;
@@ -13,5 +14,6 @@ pub mod schema;
 
 pub use chat::chat;
 pub use demo::demo;
+pub use doctor::doctor;
 pub use replay::replay;
 pub use schema::schema;

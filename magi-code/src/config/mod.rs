@@ -9,9 +9,11 @@ pub mod fuzzing;
 pub mod hooks;
 pub mod instructions;
 pub mod invalid;
+mod mcp_servers;
 pub mod policy;
 pub mod profiles;
 pub mod settings;
+pub mod shell_env;
 pub mod skills;
 
 pub use code_mode::CodeMode;

@@ -62,14 +62,7 @@ pub struct CompatProvider {
     pub wire_api: WireApi,
 }
 
-/// An MCP server definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpServer {
-    /// The canonical definition (sorted keys, `enabled` excluded) as JSON text.
-    pub canonical: String,
-    /// Whether the merged settings enable it.
-    pub enabled: bool,
-}
+pub use super::mcp_servers::McpServer;
 
 /// Merged, validated settings of one child.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,10 +125,9 @@ pub struct Settings {
     /// `hooks` (global settings only).
     pub hooks: super::hooks::Hooks,
     /// `code_mode` (`code-mode.md` 2).
-    // Integration: nothing reads this yet. The `exec` tool reads `enabled` and `only` where
-    // the tool table is built (agent/context.rs), `tools` and the bounds where a cell runs,
-    // and `tool_code` beside the other classes in agent/drive.rs's `Policies`.
     pub code_mode: CodeMode,
+    /// `shell_env.keep`: names the secrets rule would withhold that the children still get.
+    pub shell_env_keep: Vec<String>,
 }
 
 impl Default for Settings {
@@ -169,6 +161,7 @@ impl Default for Settings {
             skills_disabled: Vec::new(),
             hooks: super::hooks::Hooks::default(),
             code_mode: CodeMode::default(),
+            shell_env_keep: Vec::new(),
         }
     }
 }
@@ -331,6 +324,7 @@ fn check_shape(m: &Map<String, Value>) -> R<()> {
             "agents",
             "skills",
             "code_mode",
+            "shell_env",
         ],
     )?;
     Ok(())
@@ -495,38 +489,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     if let Some(v) = m.get("mcp") {
         let c = obj(v, &["servers", "approved"])?;
         if let Some(servers) = c.get("servers") {
-            let servers = servers.as_object().ok_or(Invalid("mcp servers"))?;
-            for (name, def) in servers {
-                if !is_provider_name(name) {
-                    return Err(Invalid("mcp server name"));
-                }
-                let d = obj(def, &["command", "args", "env", "enabled"])?;
-                string(d.get("command").ok_or(Invalid("mcp command"))?)?;
-                if let Some(a) = d.get("args") {
-                    a.as_array()
-                        .ok_or(Invalid("mcp args"))?
-                        .iter()
-                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp arg")))?;
-                }
-                if let Some(e) = d.get("env") {
-                    e.as_object()
-                        .ok_or(Invalid("mcp env"))?
-                        .values()
-                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp env value")))?;
-                }
-                let enabled = match d.get("enabled") {
-                    None => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(_) => return Err(Invalid("mcp enabled")),
-                };
-                let mut canon = d.clone();
-                canon.remove("enabled");
-                canon.insert("name".into(), Value::String(name.clone()));
-                // serde_json's Map is a BTreeMap here: keys serialize sorted.
-                let canonical = serde_json::to_string(&canon).map_err(|_| Invalid("mcp"))?;
-                s.mcp_servers
-                    .insert(name.clone(), McpServer { canonical, enabled });
-            }
+            s.mcp_servers = super::mcp_servers::parse(servers)?;
         }
         if let Some(a) = c.get("approved") {
             s.mcp_approved = strings(a)?;
@@ -564,6 +527,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     }
     if let Some(v) = m.get("code_mode") {
         s.code_mode = CodeMode::parse(v, whole)?;
+    }
+    if let Some(v) = m.get("shell_env") {
+        s.shell_env_keep = super::shell_env::parse(v)?;
     }
     // `agent`, `agents` and `skills` (runner.md §7): profile and skill names.
     if let Some(v) = m.get("agent") {

@@ -6,7 +6,7 @@ use crate::config::Policy;
 use crate::history::{ActivityKind, ActivityState, Body};
 use crate::tools::outcome::bound_output;
 use crate::tools::{Card, CardStatus, ToolClass, ToolKind, ToolOutcome};
-use crate::util::redact::{safe_name, sanitize_text};
+use crate::util::redact::{redact_loaded, safe_name, sanitize_text};
 use crate::util::text::bounded;
 use crate::wire::events::ToolCardData;
 use crate::wire::{self, Event};
@@ -254,5 +254,10 @@ pub fn complete(sh: &mut Shared, mut p: Prepared, outcome: Option<ToolOutcome>) 
     let summary = bounded(&sanitize_text(&summary), SUMMARY_BYTES);
     call_activity(sh, &p.activity_id, p.kind, state, &p.shown, &summary);
     card(sh, &p.activity_id, shown_card);
-    run
+    // The one way every output reaches a record, the model or a cell: no loaded key or
+    // token value passes (`backend.md` "Tools and approvals").
+    ToolRun {
+        output: redact_loaded(run.output),
+        ..run
+    }
 }

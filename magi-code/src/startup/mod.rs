@@ -1,12 +1,13 @@
 //! The initialization worker: storage root, runtime folders, settings, instructions, provider
 //! readiness, MCP admission and the context identity. Runs off the protocol loop, cancellably.
 
+pub mod doctor;
 pub mod env;
 
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};
 
 use crate::config::{instructions, profiles, settings, skills, Settings};
-use crate::mcp::{self, server::Definition, McpHub, StartError};
+use crate::mcp::{self, Definition, McpHub, StartError};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
@@ -64,16 +65,20 @@ fn approved_servers(settings: &Settings) -> Result<Vec<Definition>, ()> {
         .collect()
 }
 
-/// Provider key variables no server inherits: the built-ins' and every configured one's.
-fn hidden_vars(settings: &Settings) -> Vec<String> {
-    let mut v = vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()];
-    v.extend(
-        settings
-            .compat
-            .values()
-            .filter_map(|c| c.api_key_env.clone()),
-    );
-    v
+/// The variables no server inherits: the secrets rule's (`util::env::withheld_names`).
+fn hidden_vars() -> Vec<String> {
+    crate::util::env::withheld_names()
+}
+
+/// Sets the secrets rule of every child from `settings`: the configured providers' key
+/// variables and `shell_env.keep`.
+fn set_children_rule(settings: &Settings) {
+    let keys = settings
+        .compat
+        .values()
+        .filter_map(|c| c.api_key_env.clone())
+        .collect();
+    crate::util::env::set_rule(keys, settings.shell_env_keep.clone());
 }
 
 /// Starts the approved enabled servers (all at once), None when none is enabled.
@@ -86,7 +91,7 @@ fn start_mcp(
     if defs.is_empty() {
         return Ok(None);
     }
-    match McpHub::start_all(&defs, cwd, &hidden_vars(settings), cancel) {
+    match McpHub::start_all(&defs, cwd, &hidden_vars(), cancel) {
         Ok(hub) => Ok(Some(hub)),
         Err(StartError::Cancelled) => Err(ErrorCode::StartupCancelled),
         Err(StartError::Unavailable) => Err(ErrorCode::McpUnavailable),
@@ -124,6 +129,7 @@ pub fn run(
     let settings =
         settings::load(global, project).map_err(|_| failed(ErrorCode::ConfigurationInvalid))?;
     crate::providers::target::load_keys(&settings, &root);
+    set_children_rule(&settings);
     // From here on a failed startup's `status` shows the selection it had (the protocol:
     // "selection/context may be available").
     let failed = |code| Failure {

@@ -3,6 +3,7 @@
 //! name that looks like a secret, except the names of `shell_env.keep`.
 
 use std::ffi::{OsStr, OsString};
+use std::sync::RwLock;
 
 /// The built-in providers' key variables (configured providers add their `api_key_env`).
 pub const BUILTIN_KEY_VARS: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
@@ -23,6 +24,51 @@ pub fn is_withheld(name: &OsStr, key_vars: &[&str], keep: &[String]) -> bool {
     // A name that is not UTF-8 is judged by its UTF-8 parts, so it cannot hide a marker.
     let upper = name.to_string_lossy().to_uppercase();
     SECRET_PARTS.iter().any(|p| upper.contains(p))
+}
+
+/// The configured providers' key variables and `shell_env.keep`, set at startup.
+static RULE: RwLock<(Vec<String>, Vec<String>)> = RwLock::new((Vec::new(), Vec::new()));
+
+/// Sets the rule's configured parts for every later child: the configured providers' key
+/// variables (`api_key_env`; the built-ins' always count) and the names `shell_env.keep`
+/// passes on.
+pub fn set_rule(key_vars: Vec<String>, keep: Vec<String>) {
+    let mut rule = RULE
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *rule = (key_vars, keep);
+}
+
+/// The backend's own environment less what the rule withholds: what `shell`, hooks and the
+/// Code Mode helper get (after `env_clear`).
+#[must_use]
+pub fn children_env() -> Vec<(OsString, OsString)> {
+    let rule = RULE
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut keys: Vec<&str> = BUILTIN_KEY_VARS.to_vec();
+    keys.extend(rule.0.iter().map(String::as_str));
+    child_env(std::env::vars_os(), &keys, &rule.1)
+}
+
+/// The names of the backend's environment the rule withholds (an MCP server's command
+/// removes each).
+#[must_use]
+pub fn withheld_names() -> Vec<String> {
+    let rule = RULE
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut keys: Vec<&str> = BUILTIN_KEY_VARS.to_vec();
+    keys.extend(rule.0.iter().map(String::as_str));
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter(|(k, _)| is_withheld(k, &keys, &rule.1))
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    // A configured key variable that is unset now still goes: it may be set later.
+    names.extend(keys.iter().map(|k| (*k).to_owned()));
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// `vars` (the backend's environment, `std::env::vars_os()`) less what [`is_withheld`]

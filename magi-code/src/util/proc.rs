@@ -128,15 +128,16 @@ fn lock(c: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
 }
 
 /// `/bin/sh -c command` in `cwd` in its own process group (so killing the group reaches all
-/// it started), stdin null, stdout and stderr piped, without the backend's credentials.
+/// it started), stdin null, stdout and stderr piped, in the environment of the secrets rule
+/// (`util::env::children_env`: no provider key, no secret-looking name but `shell_env.keep`).
 pub fn shell_command(command: &str, cwd: &Path) -> Command {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
-        // The backend's provider credentials and trace switch are not the command's business.
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
+        .env_clear()
+        .envs(crate::util::env::children_env())
+        // The trace switch is not the command's business either.
         .env_remove("MAGI_CODE_TRACE")
         .env_remove("MAGI_CODE_TRACE_CHILD")
         .stdin(Stdio::null())

@@ -74,7 +74,8 @@ impl Workers {
             .ok()
     }
 
-    /// Puts a started worker in its slot; the finished one it replaces is joined at cleanup.
+    /// Puts a started worker in its slot. The one it replaces has reported but may still be
+    /// returning, so it waits in `finished`, joined once it has ended or at cleanup.
     fn keep(
         slot: &mut Option<(RequestId, Running)>,
         finished: &mut Vec<JoinHandle<()>>,
@@ -83,6 +84,17 @@ impl Workers {
     ) {
         if let Some((_, old)) = slot.replace((id, running)) {
             finished.push(old.handle);
+        }
+        // An ended thread keeps its stack mapped until joined: without this, every
+        // `session.create` and turn would leave one behind for the child's whole life.
+        let mut i = 0;
+        while i < finished.len() {
+            if finished[i].is_finished() {
+                // The worker caught its own panic, so a join error carries nothing to report.
+                let _ = finished.swap_remove(i).join();
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -354,6 +366,68 @@ impl Backend for Workers {
                 sink.reply(WorkerEvent::Reply { id, outcome });
             }
             WorkerCommand::Cleanup => self.cleanup(sink),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that has already ended.
+    fn ended() -> Running {
+        let handle = std::thread::spawn(|| {});
+        while !handle.is_finished() {
+            std::thread::yield_now();
+        }
+        Running {
+            cancel: Arc::new(Cancel::default()),
+            handle,
+        }
+    }
+
+    #[test]
+    fn replaced_workers_that_ended_are_joined_not_kept() {
+        let (mut slot, mut finished) = (None, Vec::new());
+        for n in 0..50 {
+            Workers::keep(
+                &mut slot,
+                &mut finished,
+                RequestId::new(&format!("q{n}")).unwrap(),
+                ended(),
+            );
+        }
+        assert!(finished.is_empty(), "{} kept", finished.len());
+        assert!(slot.is_some());
+    }
+
+    #[test]
+    fn a_replaced_worker_still_running_waits_for_cleanup() {
+        let cancel = Arc::new(Cancel::default());
+        let c = cancel.clone();
+        let handle =
+            std::thread::spawn(move || while c.sleep(std::time::Duration::from_secs(60)) {});
+        let (mut slot, mut finished) = (None, Vec::new());
+        let running = Running {
+            cancel: cancel.clone(),
+            handle,
+        };
+        Workers::keep(
+            &mut slot,
+            &mut finished,
+            RequestId::new("q1").unwrap(),
+            running,
+        );
+        Workers::keep(
+            &mut slot,
+            &mut finished,
+            RequestId::new("q2").unwrap(),
+            ended(),
+        );
+        assert_eq!(finished.len(), 1);
+        cancel.cancel();
+        for h in finished {
+            h.join().unwrap();
         }
     }
 }

@@ -24,7 +24,7 @@ pub(crate) fn code_env(llm: &FakeLlm, extra: &Value) -> Env {
     fake_llm_env(llm, &settings)
 }
 
-fn merge(into: &mut Value, extra: &Value) {
+pub(crate) fn merge(into: &mut Value, extra: &Value) {
     match (into, extra) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {

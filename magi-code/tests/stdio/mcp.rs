@@ -30,7 +30,7 @@ pub(crate) fn fake_with_pidfile(mode: &str, pidfile: &Path) -> Value {
 
 /// The real server `pkg` (`server-filesystem`, `server-everything`) with `args`, its package
 /// installed from the pinned lockfile first if missing or stale (a failed install fails).
-fn real(pkg: &str, args: &[&str]) -> Value {
+pub(crate) fn real(pkg: &str, args: &[&str]) -> Value {
     let entry = format!("node_modules/@modelcontextprotocol/{pkg}/dist/index.js");
     let entry = ensure_npm(&fixtures(), &entry);
     let mut a = vec![json!(entry)];

@@ -624,3 +624,30 @@ fn context_id_differs_for_distinct_roots_and_cwds() {
     other_cwd.set_mc_home(env.home());
     assert_ne!(context_of(&other_cwd), base, "distinct cwd");
 }
+
+#[test]
+fn shell_env_keep_takes_64_names_and_the_65th_is_configuration_invalid() {
+    let names = |n: usize| (0..n).map(|i| format!("KEEP_{i}")).collect::<Vec<_>>();
+    let env = Env::new();
+    env.write_global_settings(&json!({"shell_env": {"keep": names(64)}}));
+    let mut s = env.spawn();
+    let init = s.call("init", "initialize", &init_params(&["status"]));
+    assert!(init.get("result").is_some(), "{init}");
+    s.shutdown_ok("bye");
+    for settings in [
+        json!({"shell_env": {"keep": names(65)}}),
+        json!({"shell_env": {"keep": ["A=B"]}}),
+        json!({"shell_env": {"kept": []}}),
+    ] {
+        let env = Env::new();
+        env.write_project_settings(&settings);
+        let mut s = env.spawn();
+        let f = s.call("init", "initialize", &init_params(&["status"]));
+        assert_eq!(
+            f["error"],
+            json!({"code": "configuration_invalid"}),
+            "{settings}"
+        );
+        s.shutdown_ok("bye");
+    }
+}

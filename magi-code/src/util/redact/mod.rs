@@ -70,6 +70,24 @@ fn redact_whole(s: &str) -> String {
     out
 }
 
+/// `s` with every loaded key or token value (`decisions.md` 35 (a)) replaced by
+/// [`REDACTED`]: what a tool output becomes before it is stored or sent to a model
+/// (`backend.md` "Tools and approvals"). Only loaded values: a credential-shaped word in a
+/// file the model reads is its material, not the backend's secret.
+#[must_use]
+pub fn redact_loaded(s: String) -> String {
+    let mut loaded = secrets::loaded_secrets();
+    // Longest first, so a value that extends another is replaced whole.
+    loaded.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    let mut out = s;
+    for v in &loaded {
+        if out.contains(v.as_str()) {
+            out = out.replace(v.as_str(), REDACTED);
+        }
+    }
+    out
+}
+
 /// Whether redaction would replace part of `s` (control characters aside).
 #[must_use]
 pub fn is_secret_like(s: &str) -> bool {

@@ -417,3 +417,15 @@ proptest! {
         prop_assert_eq!(shown, with(&[KEY], &s));
     }
 }
+
+#[test]
+fn tool_outputs_lose_loaded_values_only() {
+    // Registered process-wide (the one test that must): no other test's text holds it.
+    register_secret("Tq4Lw8Zx2Vb6Nm0Rk");
+    register_secret("Tq4Lw8Zx2Vb6Nm0RkLONGER");
+    let out = redact_loaded("a Tq4Lw8Zx2Vb6Nm0Rk b Tq4Lw8Zx2Vb6Nm0RkLONGER".to_owned());
+    assert_eq!(out, "a [redacted] b [redacted]");
+    // A credential-shaped word the backend never loaded is the model's material.
+    let shaped = "sk-ant-abcdefghijklmnopqrstuvwx and Bearer abc.def";
+    assert_eq!(redact_loaded(shaped.to_owned()), shaped);
+}
