@@ -31,6 +31,7 @@ mod mcp_faults;
 mod mcp_http;
 mod mcp_http_real;
 mod mcp_login;
+mod mcp_login_real;
 mod mcp_offer;
 mod profiles;
 mod redaction;

@@ -190,7 +190,7 @@ fn settings(home: &Path, url: &str) {
     std::fs::write(home.join("settings.json"), s.to_string()).unwrap();
 }
 
-fn agent() -> ureq::Agent {
+pub(super) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .max_redirects(0)
         .http_status_as_error(false)
@@ -199,8 +199,8 @@ fn agent() -> ureq::Agent {
 }
 
 /// Spawns the login and reads the authorization URL from its first stdout line.
-fn begin(home: &Path, cwd: &Path) -> (Login, String) {
-    let mut child = mcp_cmd(home, cwd, &["login", "web"])
+pub(super) fn begin(home: &Path, cwd: &Path, name: &str) -> (Login, String) {
+    let mut child = mcp_cmd(home, cwd, &["login", name])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -217,20 +217,20 @@ fn begin(home: &Path, cwd: &Path) -> (Login, String) {
 }
 
 /// A running login and the reader of the rest of its stdout.
-struct Login {
+pub(super) struct Login {
     child: Child,
     rest: std::thread::JoinHandle<String>,
 }
 
 /// What the browser does: opens the URL and reads where the redirect goes.
-fn authorize(url: &str) -> String {
+pub(super) fn authorize(url: &str) -> String {
     let resp = agent().get(url).call().unwrap();
     assert_eq!(resp.status(), 302);
     resp.headers()["location"].to_str().unwrap().to_owned()
 }
 
 /// Its exit code, the rest of its stdout and its stderr.
-fn finish(mut l: Login) -> (i32, String, String) {
+pub(super) fn finish(mut l: Login) -> (i32, String, String) {
     let mut err = String::new();
     l.child
         .stderr
@@ -277,7 +277,7 @@ fn check_saved(home: &Path, fake: &Fake, url: &str) {
     assert!(auth["redirect_uri"].starts_with("http://127.0.0.1:"));
 }
 
-fn no_secret(text: &str) {
+pub(super) fn no_secret(text: &str) {
     assert!(!text.contains(ACCESS) && !text.contains(REFRESH), "{text}");
     assert!(!text.contains("CODE-1"), "{text}");
 }
@@ -288,7 +288,7 @@ fn login_follows_the_loopback_redirect_and_saves_the_token() {
     let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let url = format!("{}/mcp", fake.base);
     settings(home.path(), &url);
-    let (child, open) = begin(home.path(), cwd.path());
+    let (child, open) = begin(home.path(), cwd.path(), "web");
     assert!(
         open.starts_with(&format!("{}/authorize?", fake.base)),
         "{open}"
@@ -325,7 +325,7 @@ fn login_takes_a_pasted_redirect_when_the_loopback_is_out_of_reach() {
     let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let url = format!("{}/mcp", fake.base);
     settings(home.path(), &url);
-    let (mut child, open) = begin(home.path(), cwd.path());
+    let (mut child, open) = begin(home.path(), cwd.path(), "web");
     let callback = authorize(&open);
     let mut stdin = child.child.stdin.take().unwrap();
     // A redirect of another login is ignored; the right one, pasted, completes this one.
@@ -367,7 +367,7 @@ fn login_needs_an_oauth_url_server_and_a_refused_exchange_saves_nothing() {
         assert!(err.contains(want), "{name}: {err}");
     }
     settings(home.path(), &format!("{}/mcp", fake.base));
-    let (mut child, open) = begin(home.path(), cwd.path());
+    let (mut child, open) = begin(home.path(), cwd.path(), "web");
     let callback = authorize(&open).replace("code=CODE-1", "code=WRONG");
     writeln!(child.child.stdin.take().unwrap(), "{callback}").unwrap();
     let (code, _, err) = finish(child);
