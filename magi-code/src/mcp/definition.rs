@@ -28,6 +28,8 @@ pub struct HttpDef {
     pub bearer_token_env: Option<String>,
     /// Whether the server's token comes from `magi-code mcp login` (`oauth` is present).
     pub oauth: bool,
+    /// Where its saved token lives (`MC_HOME`, set by startup; not part of the definition).
+    pub token_home: Option<std::path::PathBuf>,
 }
 
 impl Definition {
@@ -71,6 +73,7 @@ impl Definition {
                 Some(b) => Some(b.as_str()?.to_owned()),
             },
             oauth: v.get("oauth").is_some(),
+            token_home: None,
         }))
     }
 }

@@ -41,7 +41,7 @@ impl Authorize for StaticBearer {
 ///
 /// # Errors
 /// [`AuthError::Missing`] when `bearer_token_env` names an unset (or non-UTF-8, or empty)
-/// variable, and, until the token store plugs in, for every `oauth` definition.
+/// variable or an `oauth` server has no saved token; the refresh's errors.
 pub fn authorizer(def: &HttpDef) -> Result<Box<dyn Authorize>, AuthError> {
     if let Some(var) = &def.bearer_token_env {
         let token = std::env::var(var).map_err(|_| AuthError::Missing)?;
@@ -51,9 +51,10 @@ pub fn authorizer(def: &HttpDef) -> Result<Box<dyn Authorize>, AuthError> {
         return Ok(Box::new(StaticBearer::new(&token)));
     }
     if def.oauth {
-        // HOOK (issue 17, token store): build the saved-token Authorize for `def` here
-        // (mcp/tokens*.rs). Until then an `oauth` server has no token: `mcp_unavailable`.
-        return Err(AuthError::Missing);
+        // The token `magi-code mcp login` saved, refreshed first when it expires within 60 s;
+        // none saved (or no MC_HOME given) is `mcp_unavailable`, never a prompt.
+        let home = def.token_home.as_deref().ok_or(AuthError::Missing)?;
+        return super::oauth::oauth_authorize(home, &def.name, &def.url);
     }
     Ok(Box::new(NoAuth))
 }
@@ -79,6 +80,7 @@ mod tests {
             env_headers: Vec::new(),
             bearer_token_env: bearer.map(str::to_owned),
             oauth,
+            token_home: None,
         };
         let unset = "MAGI_TEST_SURELY_UNSET_BEARER_VAR";
         assert_eq!(

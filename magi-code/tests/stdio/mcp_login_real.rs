@@ -112,3 +112,47 @@ fn login_against_the_sdk_demo_authorization_server_saves_a_token_the_server_acce
     assert_eq!(send(None), 401);
     assert_eq!(send(Some(&format!("Bearer {token}"))), 200);
 }
+
+#[test]
+fn the_backend_opens_the_strict_server_with_the_saved_token_and_without_it_is_unavailable() {
+    let demo = Demo::start();
+    let env = crate::common::Env::new();
+    let def = serde_json::json!({"url": demo.url, "oauth": {}});
+    let settings = serde_json::json!({"mcp": super::mcp::mcp_settings(&[("demo", &def)], true)});
+    env.write_global_settings(&settings);
+    // Approved but never logged in: no token, so no request is answered; never a prompt.
+    let init = |env: &crate::common::Env| {
+        let mut s = env.spawn();
+        let f = s.call(
+            "init",
+            "initialize",
+            &crate::common::init_params(&["status"]),
+        );
+        s.shutdown_ok("bye");
+        f
+    };
+    let f = init(&env);
+    assert_eq!(f["error"]["code"], "mcp_unavailable", "{f}");
+    let (login, open) = begin(&env.home(), &env.cwd, "demo");
+    let callback = authorize(&open);
+    assert_eq!(agent().get(&callback).call().unwrap().status(), 200);
+    let (code, out, err) = finish(login);
+    assert_eq!(code, 0, "{out}{err}");
+    let f = init(&env);
+    assert!(
+        f.get("result").is_some(),
+        "the saved token opens the server: {f}"
+    );
+    let file = std::fs::read_to_string(env.home().join("mcp-tokens.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&file).unwrap();
+    let token = v["servers"]["demo"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!f.to_string().contains(&token));
+}

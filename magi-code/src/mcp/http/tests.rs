@@ -78,6 +78,7 @@ fn server(url: &str) -> HttpServer {
         env_headers: Vec::new(),
         bearer_token_env: None,
         oauth: false,
+        token_home: None,
     };
     HttpServer::new(&def, Box::new(NoAuth)).unwrap()
 }
@@ -221,6 +222,7 @@ fn a_401_is_answered_by_one_refresh_and_one_retry() {
         env_headers: Vec::new(),
         bearer_token_env: None,
         oauth: true,
+        token_home: None,
     };
     for (refresh_ok, outcome, refreshes) in [(true, Ok(()), 1), (false, Err(CallError::Auth), 1)] {
         let n = Arc::new(std::sync::atomic::AtomicU32::new(0));
