@@ -33,6 +33,7 @@ mod mcp_http_real;
 mod mcp_login;
 mod mcp_login_real;
 mod mcp_offer;
+mod mcp_tokens;
 mod profiles;
 mod redaction;
 mod refresh;

@@ -117,8 +117,8 @@ impl FakeMcp {
     }
 }
 
-/// Reads one request: method, lowercased headers, body.
-fn read_request(
+/// Reads one request: method, lowercased headers, body (the token endpoint fake uses it too).
+pub fn read_request(
     r: &mut BufReader<TcpStream>,
 ) -> Option<(String, HashMap<String, String>, Vec<u8>)> {
     let mut line = String::new();
