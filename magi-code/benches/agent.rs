@@ -12,75 +12,21 @@
 //!
 //! Run: `cargo bench -p magi-code --bench agent` (`MC_BENCH_QUICK=1` for a short run).
 
-use magi_code::client::pipe::{serve_command, Frames, Server};
-use serde_json::{json, Value};
+#[path = "support/child.rs"]
+mod child;
+
+use child::{median, pct, Child};
+use magi_code::client::pipe::Frames;
+use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{ChildStdout, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
 const FLOOR: &str = env!("CARGO_BIN_EXE_mc-floor");
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
-struct Child {
-    server: Server,
-    frames: Frames<ChildStdout>,
-    n: u64,
-}
-
 impl Child {
-    fn start(home: &Path, cwd: &Path) -> Self {
-        let mut cmd = serve_command(Path::new(SERVER));
-        cmd.env("MC_HOME", home)
-            .current_dir(cwd)
-            .stderr(Stdio::null());
-        let mut server = Server::spawn(cmd).expect("spawn");
-        let frames = server.frames().expect("stdout");
-        let mut c = Self {
-            server,
-            frames,
-            n: 0,
-        };
-        let r = c.call("initialize", &json!({"required_capabilities": []}));
-        assert!(r.get("result").is_some(), "{r}");
-        c
-    }
-
-    fn send(&mut self, method: &str, params: &Value) -> String {
-        self.n += 1;
-        let id = format!("q{}", self.n);
-        self.server.send(&id, method, params).expect("send");
-        id
-    }
-
-    fn next(&mut self) -> Value {
-        self.frames
-            .next_frame()
-            .expect("child closed")
-            .expect("frame")
-    }
-
-    fn call(&mut self, method: &str, params: &Value) -> Value {
-        let id = self.send(method, params);
-        loop {
-            let v = self.next();
-            if v["id"] == id.as_str() {
-                return v;
-            }
-        }
-    }
-
     /// One turn: ms from `turn.start` to `run.finished`, the delta frames seen and the bytes
     /// of delta text they carried.
     fn turn(&mut self, sid: &str, prompt: &str) -> (f64, usize, usize) {
@@ -101,11 +47,6 @@ impl Child {
                 _ => {}
             }
         }
-    }
-
-    fn finish(mut self) {
-        self.call("shutdown", &json!({}));
-        self.server.wait();
     }
 }
 

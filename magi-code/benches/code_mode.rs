@@ -34,24 +34,21 @@
 //!
 //! Run: `cargo bench -p magi-code --bench code_mode` (`MC_BENCH_QUICK=1` for a short run).
 
-use magi_code::client::pipe::{serve_command, Frames, Server};
+#[path = "support/child.rs"]
+mod child;
+
+use child::{helpers, median, vm_hwm_kib, Child, SERVER};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{ChildStdout, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
 /// Words of the runner's fixed title instruction (`runner.md` 7): such requests get a 500.
 const TITLE_MARK: &str = "short title for the conversation";
 /// Nested and direct calls in the per-call measure.
 const CALLS: usize = 50;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// Min, quartiles and max of `v`, and its first and last five, for stderr.
 fn spread(v: &[f64]) -> String {
@@ -169,62 +166,7 @@ fn reply(body: &Value) -> Option<String> {
     ))
 }
 
-struct Child {
-    server: Server,
-    frames: Frames<ChildStdout>,
-    n: u64,
-}
-
 impl Child {
-    fn start(home: &Path, cwd: &Path) -> Self {
-        let mut cmd = serve_command(Path::new(SERVER));
-        cmd.env("MC_HOME", home)
-            .current_dir(cwd)
-            .stderr(Stdio::null());
-        let mut server = Server::spawn(cmd).expect("spawn");
-        let frames = server.frames().expect("stdout");
-        let mut c = Self {
-            server,
-            frames,
-            n: 0,
-        };
-        let r = c.call("initialize", &json!({"required_capabilities": []}));
-        assert!(r.get("result").is_some(), "{r}");
-        c
-    }
-
-    fn send(&mut self, method: &str, params: &Value) -> String {
-        self.n += 1;
-        let id = format!("q{}", self.n);
-        self.server.send(&id, method, params).expect("send");
-        id
-    }
-
-    fn next(&mut self) -> Value {
-        self.frames
-            .next_frame()
-            .expect("child closed")
-            .expect("frame")
-    }
-
-    fn call(&mut self, method: &str, params: &Value) -> Value {
-        let id = self.send(method, params);
-        loop {
-            let v = self.next();
-            if v["id"] == id.as_str() {
-                return v;
-            }
-        }
-    }
-
-    fn session(&mut self) -> String {
-        let r = self.call("session.create", &json!({}));
-        r["result"]["session_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{r}"))
-            .to_owned()
-    }
-
     /// One turn: ms from `turn.start` to `run.finished`; it must complete with exactly
     /// `activities` completed activities (the top-level call(s) and nested ones).
     fn turn(&mut self, sid: &str, prompt: &str, activities: usize) -> f64 {
@@ -245,39 +187,6 @@ impl Child {
             }
         }
     }
-
-    fn finish(mut self) {
-        self.call("shutdown", &json!({}));
-        self.server.wait();
-    }
-}
-
-/// The `code-host` children of process `pid` (from /proc).
-fn helpers(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"code-host"))
-        })
-        .collect()
-}
-
-fn vm_hwm_kib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmHWM")
 }
 
 /// Peak RSS (KiB) of `magi-code --version`: the executable's own floor, the helper being the

@@ -30,6 +30,9 @@ enum Cmd {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Check what initialization reads (settings, keys, instructions, profiles, MCP
+    /// approvals) and print each problem with its file and fix; exit 1 if any.
+    Doctor,
     /// Print the protocol's JSON Schema (docs/schema/magi-code.local-agent.v1.json).
     Schema {
         /// Print the TypeScript declarations (docs/schema/protocol.d.ts) instead.
@@ -40,6 +43,11 @@ enum Cmd {
     Replay {
         /// The trace file (JSONL, see docs/trace-format.md).
         file: PathBuf,
+    },
+    /// The user's MCP servers: list, approve, log in to, log out of.
+    Mcp {
+        #[command(subcommand)]
+        action: magi_code::cli::mcp::McpCommand,
     },
     /// The Code Mode helper the backend starts itself (`code-mode.md` 4): not for people.
     #[command(hide = true)]
@@ -64,9 +72,11 @@ fn main() {
     let code = match cli.command {
         Cmd::Serve { .. } => 2,
         Cmd::Demo => magi_code::cli::demo(),
+        Cmd::Doctor => magi_code::cli::doctor(),
         Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
         Cmd::Schema { typescript } => magi_code::cli::schema(typescript),
         Cmd::Replay { file } => magi_code::cli::replay(&file),
+        Cmd::Mcp { action } => magi_code::cli::mcp::mcp(&action),
         Cmd::CodeHost => magi_code::codemode::host::code_host(),
     };
     std::process::exit(code);

@@ -16,7 +16,7 @@ const TARGETS: [(&str, Target); 3] = [
 
 /// Corpora of magi-code's targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs` (`run`:
 /// by `run::fuzzing`'s own test).
-const MAGI_CODE_TARGETS: [&str; 8] = [
+const MAGI_CODE_TARGETS: [&str; 9] = [
     "sse",
     "anthropic",
     "openai_chat",
@@ -25,6 +25,7 @@ const MAGI_CODE_TARGETS: [&str; 8] = [
     "profile_front_matter",
     "run",
     "code_host_lines",
+    "mcp_http_answer",
 ];
 
 fn fuzz_dir() -> PathBuf {

@@ -449,6 +449,7 @@ fn call_mcp(hub: &McpHub, name: &str, input: &serde_json::Value, cancel: &Cancel
         (true, _) => "ok",
         (false, Some(Lost::Exited)) => "server exited",
         (false, Some(Lost::Failed)) => "server failed",
+        (false, Some(Lost::AuthRequired)) => "auth required",
         (false, None) => "error",
     };
     ToolEnd {

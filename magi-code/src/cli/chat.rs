@@ -177,6 +177,10 @@ impl Chat {
                     "magi-code chat: initialization failed: {}",
                     printable(&e.code)
                 );
+                // The code names no cause: the doctor's findings do.
+                let findings =
+                    crate::startup::doctor::check(&crate::startup::LaunchEnv::from_process());
+                super::doctor::print(&findings, &mut std::io::stderr());
                 return Some(1);
             }
             Err(_) => {

@@ -4,12 +4,16 @@
 pub mod chat;
 mod chat_view;
 pub mod demo;
+pub mod doctor;
 mod interrupt;
+pub mod mcp;
+mod mcp_approve;
 pub mod replay;
 mod retention;
 pub mod schema;
 
 pub use chat::chat;
 pub use demo::demo;
+pub use doctor::doctor;
 pub use replay::replay;
 pub use schema::schema;

@@ -10,6 +10,7 @@ pub mod fuzzing;
 pub mod hooks;
 pub mod instructions;
 pub mod invalid;
+mod mcp_servers;
 pub mod policy;
 pub mod profiles;
 pub mod settings;

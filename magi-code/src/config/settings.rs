@@ -62,14 +62,7 @@ pub struct CompatProvider {
     pub wire_api: WireApi,
 }
 
-/// An MCP server definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpServer {
-    /// The canonical definition (sorted keys, `enabled` excluded) as JSON text.
-    pub canonical: String,
-    /// Whether the merged settings enable it.
-    pub enabled: bool,
-}
+pub use super::mcp_servers::McpServer;
 
 /// Merged, validated settings of one child.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -501,38 +494,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
     if let Some(v) = m.get("mcp") {
         let c = obj(v, &["servers", "approved"])?;
         if let Some(servers) = c.get("servers") {
-            let servers = servers.as_object().ok_or(Invalid("mcp servers"))?;
-            for (name, def) in servers {
-                if !is_provider_name(name) {
-                    return Err(Invalid("mcp server name"));
-                }
-                let d = obj(def, &["command", "args", "env", "enabled"])?;
-                string(d.get("command").ok_or(Invalid("mcp command"))?)?;
-                if let Some(a) = d.get("args") {
-                    a.as_array()
-                        .ok_or(Invalid("mcp args"))?
-                        .iter()
-                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp arg")))?;
-                }
-                if let Some(e) = d.get("env") {
-                    e.as_object()
-                        .ok_or(Invalid("mcp env"))?
-                        .values()
-                        .try_for_each(|x| x.as_str().map(|_| ()).ok_or(Invalid("mcp env value")))?;
-                }
-                let enabled = match d.get("enabled") {
-                    None => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(_) => return Err(Invalid("mcp enabled")),
-                };
-                let mut canon = d.clone();
-                canon.remove("enabled");
-                canon.insert("name".into(), Value::String(name.clone()));
-                // serde_json's Map is a BTreeMap here: keys serialize sorted.
-                let canonical = serde_json::to_string(&canon).map_err(|_| Invalid("mcp"))?;
-                s.mcp_servers
-                    .insert(name.clone(), McpServer { canonical, enabled });
-            }
+            s.mcp_servers = super::mcp_servers::parse(servers)?;
         }
         if let Some(a) = c.get("approved") {
             s.mcp_approved = strings(a)?;

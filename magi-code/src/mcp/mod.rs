@@ -1,17 +1,27 @@
-//! The user's MCP servers over stdio (`backend.md` "MCP servers"): started together at
-//! initialization, their tools offered as `mcp__<server>__<tool>`, called with a bound, and
+//! The user's MCP servers over stdio or Streamable HTTP (`backend.md` "MCP servers" and "MCP
+//! servers over HTTP"): started together at initialization, their tools offered as `mcp__<server>__<tool>`, called with a bound, and
 //! torn down within the cleanup wait. See `docs/mcp.md`.
 
 pub mod auth;
+pub mod conn;
+pub mod definition;
+pub mod http;
+pub mod http_auth;
+pub mod http_wire;
 pub mod jsonrpc;
+pub mod oauth;
 pub mod protocol;
 pub mod server;
+pub mod tokens;
 
+pub use self::conn::collect_pages;
+use self::conn::{start_one, Connection, Started};
+pub use self::definition::Definition;
 use self::protocol::{Malformed, McpResult, RemoteTool};
-use self::server::{CallError, Definition, Server};
+use self::server::CallError;
 use crate::util::cancel::Cancel;
 use crate::util::schema::{self, Validator};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
@@ -82,6 +92,8 @@ pub enum Lost {
     Exited,
     /// It broke the protocol and was killed (the caller emits `mcp_server_failed`).
     Failed,
+    /// HTTP: it refused the authorization mid-session (the caller emits `mcp_auth_required`).
+    AuthRequired,
 }
 
 /// What one call produced.
@@ -95,7 +107,7 @@ pub struct CallOutcome {
 
 /// The connected servers of one child and their offered tools.
 pub struct McpHub {
-    servers: HashMap<String, Server>,
+    servers: HashMap<String, Box<dyn Connection>>,
     tools: Vec<HubTool>,
     /// Tools the servers listed that are not offered, as `<server>/<tool>`.
     left_out: Vec<String>,
@@ -110,63 +122,6 @@ impl std::fmt::Debug for McpHub {
             .field("tools", &self.tools.len())
             .finish()
     }
-}
-
-/// Follows `tools/list` pages through `fetch(cursor)` up to [`protocol::MAX_PAGES`] pages and
-/// [`protocol::MAX_TOOLS`] tools (the rest are dropped).
-pub fn collect_pages(
-    mut fetch: impl FnMut(Option<&str>) -> Result<Value, Malformed>,
-) -> Result<Vec<RemoteTool>, Malformed> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..protocol::MAX_PAGES {
-        let page = fetch(cursor.as_deref())?;
-        let (more, next) = protocol::parse_tools_page(&page)?;
-        tools.extend(more);
-        if tools.len() >= protocol::MAX_TOOLS {
-            tools.truncate(protocol::MAX_TOOLS);
-            return Ok(tools);
-        }
-        match next {
-            Some(n) => cursor = Some(n),
-            None => return Ok(tools),
-        }
-    }
-    Ok(tools)
-}
-
-/// One server's start: the child if it spawned, and its tools if the handshake succeeded.
-type Started = (Option<Server>, Result<Vec<RemoteTool>, Malformed>);
-
-/// Spawn, handshake and list tools of one server by `deadline`. The server is returned even
-/// on failure so it can be torn down.
-fn start_one(
-    def: &Definition,
-    cwd: &Path,
-    hide: &[String],
-    deadline: Instant,
-    cancel: &Cancel,
-) -> Started {
-    let Ok(srv) = Server::spawn(def, cwd, hide) else {
-        return (None, Err(Malformed));
-    };
-    let listed = (|| {
-        let init = srv
-            .request(
-                "initialize",
-                protocol::initialize_params(),
-                deadline,
-                cancel,
-            )
-            .map_err(|_| Malformed)?;
-        protocol::accepted_version(&init).ok_or(Malformed)?;
-        srv.notify("notifications/initialized", json!({}));
-        collect_pages(|c| {
-            srv.request("tools/list", protocol::list_params(c), deadline, cancel)
-                .map_err(|_| Malformed)
-        })
-    })();
-    (Some(srv), listed)
 }
 
 /// Longest tool name shown in the left-out report; longer ones end in `…`.
@@ -265,9 +220,9 @@ impl McpHub {
         let mut listed = Vec::new();
         for (def, (srv, tools)) in defs.iter().zip(results) {
             if let Some(s) = srv {
-                servers.insert(def.name.clone(), s);
+                servers.insert(def.name().to_owned(), s);
             }
-            listed.push((def.name.clone(), tools.unwrap_or_default()));
+            listed.push((def.name().to_owned(), tools.unwrap_or_default()));
         }
         let (tools, left_out) = offer(listed);
         let hub = Self {
@@ -360,6 +315,14 @@ impl McpHub {
             Err(CallError::Timeout) => fail("the MCP server did not answer within 120 s", None),
             Err(CallError::Cancelled) => fail("cancelled", None),
             Err(CallError::Busy) => fail("too many MCP calls in flight", None),
+            Err(CallError::Auth) => fail(
+                "the MCP server refused the authorization (see `magi-code mcp login`)",
+                Some(Lost::AuthRequired),
+            ),
+            Err(CallError::Unreachable) => fail(
+                "the MCP server could not be reached or its answer broke off",
+                None,
+            ),
             Err(CallError::Rpc(e)) => fail(
                 &format!(
                     "MCP error {}: {}",

@@ -19,9 +19,9 @@ const POLL: Duration = Duration::from_millis(20);
 /// Longest teardown waits for an exit after closing stdin.
 const EOF_WAIT: Duration = Duration::from_millis(1000);
 
-/// A server definition, read back from its canonical JSON (`settings.rs`).
+/// A stdio server's definition, read back from its canonical JSON (`config/mcp_servers.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Definition {
+pub struct StdioDef {
     /// The server's name in `mcp.servers`.
     pub name: String,
     /// The program.
@@ -32,7 +32,7 @@ pub struct Definition {
     pub env: BTreeMap<String, String>,
 }
 
-impl Definition {
+impl StdioDef {
     /// Parses a canonical definition; None if it is not one.
     #[must_use]
     pub fn from_canonical(canonical: &str) -> Option<Self> {
@@ -89,6 +89,11 @@ pub enum CallError {
     Failed,
     /// Too many requests already wait.
     Busy,
+    /// HTTP: the server refused the authorization and no refresh helped (`mcp_auth_required`).
+    Auth,
+    /// HTTP: the request failed (unreachable, a status other than 2xx, an answer cut short);
+    /// the next request tries again.
+    Unreachable,
 }
 
 #[derive(Default)]
@@ -232,7 +237,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Spawns `def` in its own process group in `cwd`, without the variables `hide`, stdin and
     /// stdout piped, stderr drained and discarded.
-    pub fn spawn(def: &Definition, cwd: &Path, hide: &[String]) -> io::Result<Self> {
+    pub fn spawn(def: &StdioDef, cwd: &Path, hide: &[String]) -> io::Result<Self> {
         let mut cmd = Command::new(&def.command);
         cmd.args(&def.args).current_dir(cwd);
         for k in hide {
@@ -416,7 +421,7 @@ mod tests {
 
     #[test]
     fn a_canonical_definition_reads_back() {
-        let d = Definition::from_canonical(
+        let d = StdioDef::from_canonical(
             r#"{"args":["a","b"],"command":"node","env":{"K":"v"},"name":"fs"}"#,
         )
         .unwrap();
@@ -424,16 +429,16 @@ mod tests {
         assert_eq!(d.command, "node");
         assert_eq!(d.args, vec!["a", "b"]);
         assert_eq!(d.env.get("K").map(String::as_str), Some("v"));
-        let bare = Definition::from_canonical(r#"{"command":"x","name":"n"}"#).unwrap();
+        let bare = StdioDef::from_canonical(r#"{"command":"x","name":"n"}"#).unwrap();
         assert!(bare.args.is_empty() && bare.env.is_empty());
-        assert!(Definition::from_canonical(r#"{"name":"n"}"#).is_none());
-        assert!(Definition::from_canonical(r#"{"command":"x","name":"n","args":[1]}"#).is_none());
-        assert!(Definition::from_canonical("nope").is_none());
+        assert!(StdioDef::from_canonical(r#"{"name":"n"}"#).is_none());
+        assert!(StdioDef::from_canonical(r#"{"command":"x","name":"n","args":[1]}"#).is_none());
+        assert!(StdioDef::from_canonical("nope").is_none());
     }
 
     #[test]
     fn a_server_that_ignores_eof_and_sigterm_is_killed_by_the_deadline() {
-        let def = Definition {
+        let def = StdioDef {
             name: "t".into(),
             command: "sh".into(),
             args: vec![
@@ -466,7 +471,7 @@ mod tests {
             "i=0; while [ $i -lt 17 ]; do echo junk; i=$((i+1)); done; exec sleep 30",
             "head -c 1048577 /dev/zero | tr '\\0' x; echo; exec sleep 30",
         ] {
-            let def = Definition {
+            let def = StdioDef {
                 name: "t".into(),
                 command: "sh".into(),
                 args: vec!["-c".into(), script.into()],
@@ -492,7 +497,7 @@ mod tests {
 
     #[test]
     fn a_request_times_out_or_is_cancelled_and_a_missing_program_fails_to_spawn() {
-        let def = Definition {
+        let def = StdioDef {
             name: "t".into(),
             command: "sleep".into(),
             args: vec!["5".into()],
@@ -508,7 +513,7 @@ mod tests {
         let r = s.request("x", Value::Null, t0 + Duration::from_secs(30), &cancel);
         assert_eq!(r, Err(CallError::Cancelled));
         s.shutdown(Instant::now() + Duration::from_millis(300));
-        let missing = Definition {
+        let missing = StdioDef {
             command: "/nonexistent/mcp-server".into(),
             ..def
         };

@@ -1,5 +1,6 @@
 use super::*;
 use crate::util::schema::SCHEMA_BYTES;
+use serde_json::json;
 
 #[test]
 fn the_digest_is_lowercase_hex_sha256_of_the_canonical_bytes() {
@@ -192,12 +193,12 @@ fn descriptions_are_cut_at_4096_bytes_on_a_character_boundary() {
 fn no_servers_start_at_once_and_a_missing_program_is_unavailable() {
     let hub = McpHub::start_all(&[], Path::new("/"), &[], &Cancel::default()).unwrap();
     assert!(hub.tools().is_empty());
-    let def = Definition {
+    let def = Definition::Stdio(server::StdioDef {
         name: "gone".into(),
         command: "/nonexistent/mcp".into(),
         args: Vec::new(),
         env: std::collections::BTreeMap::new(),
-    };
+    });
     let r = McpHub::start_all(&[def], Path::new("/"), &[], &Cancel::default());
     assert_eq!(r.err(), Some(StartError::Unavailable));
 }
@@ -205,7 +206,7 @@ fn no_servers_start_at_once_and_a_missing_program_is_unavailable() {
 /// The fake server of the stdio tests in `mode`, writing its pid to `pidfile`.
 fn fake_server(mode: &str, pidfile: &Path) -> Definition {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fake_server.py");
-    Definition {
+    Definition::Stdio(server::StdioDef {
         name: mode.into(),
         command: "python3".into(),
         args: vec![
@@ -214,7 +215,7 @@ fn fake_server(mode: &str, pidfile: &Path) -> Definition {
             pidfile.display().to_string(),
         ],
         env: std::collections::BTreeMap::new(),
-    }
+    })
 }
 
 #[test]

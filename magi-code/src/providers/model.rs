@@ -114,14 +114,7 @@ pub enum DecodeError {
     ContextOverflow,
 }
 
-/// One dispatched server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SseEvent {
-    /// The `event:` field, if any.
-    pub event: Option<String>,
-    /// The `data:` lines joined with LF.
-    pub data: String,
-}
+pub use crate::util::sse::SseEvent;
 
 /// A sans-IO decoder of one wire API's stream: SSE events in, model events out.
 pub trait StreamDecoder {

@@ -394,6 +394,10 @@ fn tools_ended(sh: &mut Shared, mut c: Box<Calls>, ends: Vec<ToolEnd>) -> Step {
                 DiagnosticCode::McpServerFailed,
                 "an MCP server broke the protocol and was stopped; its tools fail",
             ),
+            Some(Lost::AuthRequired) => sh.voice.diagnostic(
+                DiagnosticCode::McpAuthRequired,
+                "an MCP server refused its authorization; run `magi-code mcp login <name>`",
+            ),
             None => {}
         }
         if let Some(o) = c.outcomes.get_mut(j) {

@@ -1,12 +1,13 @@
 //! The initialization worker: storage root, runtime folders, settings, instructions, provider
 //! readiness, MCP admission and the context identity. Runs off the protocol loop, cancellably.
 
+pub mod doctor;
 pub mod env;
 
 pub use env::{context_id, create_dirs, storage_root, LaunchEnv};
 
 use crate::config::{instructions, profiles, settings, skills, Settings};
-use crate::mcp::{self, server::Definition, McpHub, StartError};
+use crate::mcp::{self, Definition, McpHub, StartError};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
@@ -49,17 +50,21 @@ pub struct Admitted {
 
 /// The enabled servers' definitions, each approved by its digest in global settings (the
 /// settings loader drops project approvals, decision 34); Err if one is not.
-fn approved_servers(settings: &Settings) -> Result<Vec<Definition>, ()> {
+fn approved_servers(settings: &Settings, root: &Path) -> Result<Vec<Definition>, ()> {
     settings
         .mcp_servers
         .values()
         .filter(|s| s.enabled)
         .map(|s| {
             let approved = settings.mcp_approved.contains(&mcp::digest(&s.canonical));
-            approved
+            let mut def = approved
                 .then(|| Definition::from_canonical(&s.canonical))
                 .flatten()
-                .ok_or(())
+                .ok_or(())?;
+            if let Definition::Http(d) = &mut def {
+                d.token_home = Some(root.to_path_buf());
+            }
+            Ok(def)
         })
         .collect()
 }
@@ -83,10 +88,11 @@ fn set_children_rule(settings: &Settings) {
 /// Starts the approved enabled servers (all at once), None when none is enabled.
 fn start_mcp(
     settings: &Settings,
+    root: &Path,
     cwd: &Path,
     cancel: &Cancel,
 ) -> Result<Option<McpHub>, ErrorCode> {
-    let defs = approved_servers(settings).map_err(|()| ErrorCode::McpUnavailable)?;
+    let defs = approved_servers(settings, root).map_err(|()| ErrorCode::McpUnavailable)?;
     if defs.is_empty() {
         return Ok(None);
     }
@@ -157,7 +163,7 @@ pub fn run(
         return Err(failed(ErrorCode::ProviderUnavailable));
     }
     // Last, so nothing after it can fail and leave servers running.
-    let mcp = start_mcp(&settings, &cwd, cancel).map_err(failed)?;
+    let mcp = start_mcp(&settings, &root, &cwd, cancel).map_err(failed)?;
 
     Ok(Admitted {
         runtime: Runtime {

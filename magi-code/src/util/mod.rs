@@ -1,5 +1,5 @@
 //! Helpers that know nothing of the rest of the crate: the tool output bound, cancellation,
-//! clocks, redaction, paging, text cutting, time, child processes and their environment, IDs
+//! clocks, redaction, paging, a server-sent events decoder, text cutting, time, child processes and their environment, IDs
 //! and notice codes.
 
 pub mod bound;
@@ -12,5 +12,6 @@ pub mod paging;
 pub mod proc;
 pub mod redact;
 pub mod schema;
+pub mod sse;
 pub mod text;
 pub mod time;

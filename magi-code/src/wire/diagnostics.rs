@@ -36,11 +36,13 @@ pub enum DiagnosticCode {
     McpServerFailed,
     /// Tools an MCP server listed that are not offered (`decisions.md` 37).
     McpToolsLeftOut,
+    /// An HTTP MCP server refused its authorization mid-session; its call failed.
+    McpAuthRequired,
 }
 
 impl DiagnosticCode {
     /// Every code, in the order of `docs/runner.md`'s table.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::ProviderRetry,
         Self::ProviderUnreachable,
         Self::ProviderAuth,
@@ -57,6 +59,7 @@ impl DiagnosticCode {
         Self::McpServerExited,
         Self::McpServerFailed,
         Self::McpToolsLeftOut,
+        Self::McpAuthRequired,
     ];
 
     /// The code as sent on the wire.
@@ -79,6 +82,7 @@ impl DiagnosticCode {
             Self::McpServerExited => "mcp_server_exited",
             Self::McpServerFailed => "mcp_server_failed",
             Self::McpToolsLeftOut => "mcp_tools_left_out",
+            Self::McpAuthRequired => "mcp_auth_required",
         }
     }
 }

@@ -8,12 +8,13 @@ use std::path::Path;
 /// A fuzz entry point.
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 7] = [
+const TARGETS: [(&str, Entry); 8] = [
     ("sse", fuzzing::sse),
     ("anthropic", fuzzing::anthropic),
     ("openai_chat", fuzzing::openai_chat),
     ("openai_responses", fuzzing::openai_responses),
     ("mcp_jsonrpc", magi_code::mcp::jsonrpc::fuzz),
+    ("mcp_http_answer", magi_code::mcp::http_wire::fuzz),
     ("code_host_lines", magi_code::codemode::protocol::fuzz),
     (
         "profile_front_matter",

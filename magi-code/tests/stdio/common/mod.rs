@@ -12,6 +12,7 @@ mod asserts;
 mod bodies;
 mod client;
 pub mod fake_llm;
+pub mod fake_mcp;
 mod fixtures;
 mod frames;
 #[path = "../../support/npm.rs"]

@@ -1,0 +1,330 @@
+//! `magi-code doctor`: what `initialize` reads, checked the same way, each problem told with
+//! its file, key path and fix (the protocol's errors are code-only; these words are for
+//! people). Reads only: it creates no folder, starts no server and prints no secret (names of
+//! variables and files, never their values).
+
+use super::env::{storage_root, LaunchEnv};
+use crate::config::{instructions, profiles, settings, Settings};
+use crate::mcp;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One problem: where, what, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The file or setting it is about (`settings.json`, `provider anthropic`).
+    pub place: String,
+    /// What is wrong.
+    pub what: String,
+    /// What to do, when there is one thing to do.
+    pub fix: Option<String>,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.what)?;
+        if let Some(fix) = &self.fix {
+            write!(f, " ({fix})")?;
+        }
+        Ok(())
+    }
+}
+
+fn finding(place: impl Into<String>, what: impl Into<String>, fix: Option<String>) -> Finding {
+    Finding {
+        place: place.into(),
+        what: what.into(),
+        fix,
+    }
+}
+
+/// The top-level settings keys (`backend.md`, `runner.md`, `code-mode.md`).
+const TOP_KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "effort",
+    "providers",
+    "instructions",
+    "runner",
+    "mcp",
+    "tools",
+    "retention_days",
+    "hooks",
+    "agent",
+    "agents",
+    "skills",
+    "code_mode",
+    "shell_env",
+];
+
+/// Every problem `initialize` would meet in `env`, in the order it meets them; empty when it
+/// would answer `ready`.
+#[must_use]
+pub fn check(env: &LaunchEnv) -> Vec<Finding> {
+    let Some(cwd) = env.cwd.clone().and_then(|c| c.canonicalize().ok()) else {
+        return vec![finding("working directory", "cannot be read", None)];
+    };
+    let Some(root) = storage_root(env, &cwd) else {
+        let fix = Some("set MC_HOME, or HOME for the default ~/.magi-code".to_owned());
+        return vec![finding("MC_HOME", "neither MC_HOME nor HOME is set", fix)];
+    };
+    if let Some(f) = root_problem(&root) {
+        return vec![f];
+    }
+    let global_path = root.join("settings.json");
+    let project_path = cwd.join(".magi").join("settings.json");
+    let mut out = Vec::new();
+    let global = read_settings(&global_path, &mut out);
+    let project = read_settings(&project_path, &mut out);
+    if !out.is_empty() {
+        return out;
+    }
+    let Some(s) = load_settings(global, project, &global_path, &project_path, &mut out) else {
+        return out;
+    };
+    out.extend(provider(&s, &root));
+    if let Err(e) = instructions::load(&root, &cwd, &s.instructions) {
+        let fix = Some("check the files `instructions` lists and AGENTS.md".to_owned());
+        out.push(finding("instructions", e.0, fix));
+    }
+    out.extend(profile_files(&root, &cwd, s.agent.as_deref()));
+    out.extend(mcp_servers(&s));
+    out
+}
+
+/// A storage root that exists but is not a folder, or cannot be made.
+fn root_problem(root: &Path) -> Option<Finding> {
+    let shown = root.display().to_string();
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => None,
+        Ok(_) => Some(finding(
+            format!("MC_HOME {shown}"),
+            "is not a folder",
+            Some("point MC_HOME at a folder".into()),
+        )),
+        // Missing is fine when its parent is a folder: initialize creates it.
+        Err(_) if root.parent().is_some_and(Path::is_dir) => None,
+        Err(_) => Some(finding(
+            format!("MC_HOME {shown}"),
+            "does not exist and its parent folder is missing",
+            Some("create the parent folder or set MC_HOME".into()),
+        )),
+    }
+}
+
+/// Reads one settings file; a file that cannot be read as settings JSON is a finding.
+fn read_settings(path: &Path, out: &mut Vec<Finding>) -> Option<Map<String, Value>> {
+    match settings::read_file(path) {
+        Ok(m) => m,
+        Err(e) => {
+            out.push(finding(path.display().to_string(), e.0, None));
+            None
+        }
+    }
+}
+
+/// The merged settings, or the findings of each file that breaks them: unknown keys named
+/// (with the nearest known key), else the loader's own reason.
+fn load_settings(
+    global: Option<Map<String, Value>>,
+    project: Option<Map<String, Value>>,
+    global_path: &Path,
+    project_path: &Path,
+    out: &mut Vec<Finding>,
+) -> Option<Settings> {
+    for (m, path) in [(&global, global_path), (&project, project_path)] {
+        if let Some(m) = m {
+            out.extend(unknown_keys(m, path));
+        }
+    }
+    if !out.is_empty() {
+        return None;
+    }
+    if let Err(e) = settings::load(global.clone(), None) {
+        out.push(finding(global_path.display().to_string(), e.0, None));
+        return None;
+    }
+    match settings::load(global, project) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            out.push(finding(project_path.display().to_string(), e.0, None));
+            None
+        }
+    }
+}
+
+/// The top-level keys of `m` that are not settings keys, each with the nearest known one.
+fn unknown_keys(m: &Map<String, Value>, path: &Path) -> Vec<Finding> {
+    m.keys()
+        .filter(|k| !TOP_KEYS.contains(&k.as_str()))
+        .map(|k| {
+            let near = nearest(k, TOP_KEYS).map(|n| format!("did you mean \"{n}\"?"));
+            finding(
+                path.display().to_string(),
+                format!("unknown key \"{}\"", printable(k)),
+                near,
+            )
+        })
+        .collect()
+}
+
+/// A key as it may be printed: control characters dropped, at most 64 characters.
+fn printable(k: &str) -> String {
+    k.chars().filter(|c| !c.is_control()).take(64).collect()
+}
+
+/// The known name within edit distance 2 of `k`, the closest first.
+fn nearest<'a>(k: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|n| (distance(k, n), *n))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance (keys are short).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Why the selected provider is not locally ready, if it is not.
+fn provider(s: &Settings, root: &Path) -> Option<Finding> {
+    let p = s.provider.as_str();
+    let place = format!("provider {p}");
+    match p {
+        "scripted" => scripted(s, &place),
+        "anthropic" | "openai" => {
+            let var = if p == "anthropic" {
+                "ANTHROPIC_API_KEY"
+            } else {
+                "OPENAI_API_KEY"
+            };
+            crate::providers::target::api_key(p, root)
+                .is_none()
+                .then(|| {
+                    let what = format!("{var} is not set and credentials.json has no key");
+                    let fix = format!(
+                        "export {var}=… or add {{\"{p}\": {{\"api_key\": …}}}} to credentials.json"
+                    );
+                    finding(place, what, Some(fix))
+                })
+        }
+        other => match s.compat.get(other) {
+            Some(c) => c.api_key_env.as_ref().and_then(|v| {
+                let set = std::env::var_os(v).is_some_and(|k| !k.is_empty());
+                (!set).then(|| {
+                    let fix = format!("export {v}=…");
+                    finding(place, format!("{v} is not set"), Some(fix))
+                })
+            }),
+            None => {
+                let what = "is neither built in (scripted, anthropic, openai) nor configured under providers";
+                Some(finding(
+                    place,
+                    what,
+                    Some(format!("add providers.{other} or pick a built-in provider")),
+                ))
+            }
+        },
+    }
+}
+
+fn scripted(s: &Settings, place: &str) -> Option<Finding> {
+    match s.model.as_str() {
+        "echo" => None,
+        "script" => match s.scripted_script.as_deref() {
+            Some(path) if Path::new(path).is_file() => None,
+            Some(path) => Some(finding(
+                "providers.scripted.script",
+                format!("{path} is not a file"),
+                None,
+            )),
+            None => Some(finding(
+                "providers.scripted.script",
+                "is not set (model script needs it)",
+                None,
+            )),
+        },
+        other => Some(finding(
+            place,
+            format!("has no model \"{}\"", printable(other)),
+            Some("use model echo or script".into()),
+        )),
+    }
+}
+
+/// Each profile file that fails, by name; then an `agent` no profile names.
+fn profile_files(root: &Path, cwd: &Path, agent: Option<&str>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut names = Vec::new();
+    for dir in [root.join("agents"), cwd.join(".magi").join("agents")] {
+        for path in md_files(&dir) {
+            let parsed = std::fs::read(&path)
+                .map_err(|_| profiles::ProfileInvalid("unreadable"))
+                .and_then(|b| profiles::parse(&b));
+            match parsed {
+                Ok(p) => names.push(p.name),
+                Err(e) => out.push(finding(format!("profile {}", path.display()), e.0, None)),
+            }
+        }
+    }
+    if out.is_empty() && profiles::load(root, cwd, agent).is_err() {
+        let what = match agent {
+            Some(a) if !names.iter().any(|n| n == a) => {
+                format!("agent \"{}\" names no profile", printable(a))
+            }
+            _ => "the profiles cannot be loaded (too many, or a name twice)".to_owned(),
+        };
+        out.push(finding("profiles", what, None));
+    }
+    out
+}
+
+fn md_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Each enabled server that is not approved.
+fn mcp_servers(s: &Settings) -> Vec<Finding> {
+    s.mcp_servers
+        .iter()
+        .filter(|(_, d)| d.enabled && !s.mcp_approved.contains(&mcp::digest(&d.canonical)))
+        .map(|(name, _)| {
+            let fix = format!("magi-code mcp approve {name}");
+            finding(format!("mcp server \"{name}\""), "not approved", Some(fix))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_key_is_within_two_edits() {
+        assert_eq!(nearest("tols", TOP_KEYS), Some("tools"));
+        assert_eq!(nearest("providr", TOP_KEYS), Some("provider"));
+        assert_eq!(nearest("zzzzzz", TOP_KEYS), None);
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+}

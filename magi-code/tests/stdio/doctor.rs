@@ -1,0 +1,181 @@
+//! `magi-code doctor` (issue 19): each problem `initialize` would meet, with its file, key and
+//! fix; exit 0 exactly when `initialize` answers ready (each case also asks a real child), and
+//! never a secret. `chat` prints the same findings after a failed startup.
+
+use crate::common::{init_params, Env};
+use serde_json::json;
+use std::process::Stdio;
+
+/// Runs `doctor` in `env`: its exit code and stdout.
+fn doctor(env: &Env) -> (i32, String) {
+    let out = env
+        .command(&["doctor"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// Whether a real child's `initialize` answers a result (ready) in `env`.
+fn ready(env: &Env) -> bool {
+    let mut s = env.spawn();
+    let f = s.call("init", "initialize", &init_params(&["status"]));
+    s.shutdown_ok("bye");
+    f.get("result").is_some()
+}
+
+/// Doctor finds exactly `want` (one line each, in order), exits 1, and initialize fails.
+fn finds(env: &Env, want: &[String]) {
+    let (code, out) = doctor(env);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, want, "{out}");
+    assert_eq!(code, 1);
+    assert!(
+        !ready(env),
+        "initialize would be ready, doctor said otherwise"
+    );
+}
+
+#[test]
+fn a_clean_setup_is_ready_and_says_so() {
+    let env = Env::new();
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        "magi-code doctor: no problem found; initialize would be ready\n"
+    );
+    assert!(ready(&env));
+}
+
+#[test]
+fn a_typo_key_is_named_with_the_nearest_key() {
+    let env = Env::new();
+    env.write_global_settings(&json!({"tols": {"shell": "ask"}}));
+    let file = env.home().join("settings.json");
+    finds(
+        &env,
+        &[format!(
+            "{}: unknown key \"tols\" (did you mean \"tools\"?)",
+            file.display()
+        )],
+    );
+}
+
+#[test]
+fn a_bad_project_value_names_the_project_file_and_the_key() {
+    let env = Env::new();
+    env.write_project_settings(&json!({"code_mode": {"cpu_ms": 5}}));
+    let file = env.cwd.join(".magi").join("settings.json");
+    finds(&env, &[format!("{}: code_mode.cpu_ms", file.display())]);
+}
+
+#[test]
+fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix() {
+    let mut env = Env::new();
+    env.write_global_settings(&json!({"provider": "anthropic", "model": "claude-x"}));
+    // A key of another provider is never printed.
+    env.set_var("OPENAI_API_KEY", "sk-doctor-secret-value-123456");
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 1);
+    assert_eq!(
+        out,
+        "provider anthropic: ANTHROPIC_API_KEY is not set and credentials.json has no key \
+         (export ANTHROPIC_API_KEY=… or add {\"anthropic\": {\"api_key\": …}} to credentials.json)\n"
+    );
+    assert!(!out.contains("sk-doctor-secret"));
+    assert!(!ready(&env));
+
+    let env = Env::new();
+    env.write_global_settings(&json!({"provider": "nope", "model": "m"}));
+    finds(
+        &env,
+        &[
+            "provider nope: is neither built in (scripted, anthropic, openai) nor configured \
+           under providers (add providers.nope or pick a built-in provider)"
+                .to_owned(),
+        ],
+    );
+
+    let env = Env::new();
+    env.write_global_settings(&json!({"model": "eco"}));
+    finds(
+        &env,
+        &["provider scripted: has no model \"eco\" (use model echo or script)".to_owned()],
+    );
+
+    let env = Env::new();
+    let script = env.root.join("missing.json");
+    env.write_global_settings(
+        &json!({"model": "script", "providers": {"scripted": {"script": script}}}),
+    );
+    finds(
+        &env,
+        &[format!(
+            "providers.scripted.script: {} is not a file",
+            script.display()
+        )],
+    );
+}
+
+#[test]
+fn an_unapproved_server_names_the_command_that_approves_it() {
+    let env = Env::new();
+    env.write_global_settings(
+        &json!({"mcp": {"servers": {"fs": {"command": "node", "enabled": true}}}}),
+    );
+    finds(
+        &env,
+        &["mcp server \"fs\": not approved (magi-code mcp approve fs)".to_owned()],
+    );
+}
+
+#[test]
+fn a_bad_profile_names_its_file() {
+    let env = Env::new();
+    let dir = env.cwd.join(".magi").join("agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("x.md"), "no front matter here\n").unwrap();
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 1);
+    let want = format!("profile {}: ", dir.join("x.md").display());
+    assert!(out.starts_with(&want) && out.lines().count() == 1, "{out}");
+    assert!(!ready(&env));
+}
+
+#[test]
+fn an_mc_home_that_is_a_file_is_named() {
+    let mut env = Env::new();
+    let file = env.root.join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    env.set_mc_home(&file);
+    finds(
+        &env,
+        &[format!(
+            "MC_HOME {}: is not a folder (point MC_HOME at a folder)",
+            file.display()
+        )],
+    );
+}
+
+#[test]
+fn chat_prints_the_findings_after_a_failed_startup() {
+    let env = Env::new();
+    env.write_global_settings(&json!({"tols": {}}));
+    let out = env
+        .command(&["chat"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("initialization failed: configuration_invalid"),
+        "{err}"
+    );
+    assert!(
+        err.contains("unknown key \"tols\" (did you mean \"tools\"?)"),
+        "{err}"
+    );
+}
