@@ -94,8 +94,8 @@ pub fn get(url: &str) -> Result<Answer, Unreachable> {
     answer(resp)
 }
 
-/// Sends a token request and returns its status and body: the form [`OAuthAuthorize`]
-/// (super::OAuthAuthorize) refreshes through.
+/// Sends a token request and returns its status and body: the form
+/// [`OAuthAuthorize`](super::authorize::OAuthAuthorize) refreshes through.
 ///
 /// # Errors
 /// [`Unreachable`] when no answer came.
