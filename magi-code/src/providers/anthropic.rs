@@ -35,6 +35,11 @@ pub fn thinking_budget(effort: &str) -> Option<u64> {
     })
 }
 
+/// The `cache_control` of a breakpoint.
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 /// The streaming request body of one step.
 #[must_use]
 pub fn request_body(req: &ModelRequest<'_>) -> Value {
@@ -63,10 +68,20 @@ pub fn request_body(req: &ModelRequest<'_>) -> Value {
     }
     body.insert("max_tokens".into(), max_tokens.into());
     body.insert("stream".into(), true.into());
+    // Two cache breakpoints (`runner.md` 1): the system prompt's one block, and the newest
+    // message's last block, so each step reads the previous step's prefix from the cache.
     if !req.instructions.is_empty() {
-        body.insert("system".into(), req.instructions.into());
+        let block = json!({"type": "text", "text": req.instructions, "cache_control": ephemeral()});
+        body.insert("system".into(), json!([block]));
     }
-    body.insert("messages".into(), messages(req).into());
+    let mut messages = messages(req);
+    let newest = messages
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut());
+    if let Some(Value::Object(block)) = newest.and_then(|c| c.last_mut()) {
+        block.insert("cache_control".into(), ephemeral());
+    }
+    body.insert("messages".into(), messages.into());
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
             .tools
@@ -979,8 +994,10 @@ mod tests {
                 "model": "claude-opus-4-6",
                 "max_tokens": 16_384,
                 "stream": true,
-                "system": "You are magi.",
-                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                "system": [{"type": "text", "text": "You are magi.",
+                            "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
+                              "cache_control": {"type": "ephemeral"}}]}],
                 "tools": [{"name": "read_file", "description": "Reads a file",
                            "input_schema": {"type": "object"}}],
             })
@@ -988,6 +1005,32 @@ mod tests {
         let body = request_body(&request(&items, &[]));
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn the_system_block_and_the_newest_messages_last_block_are_the_two_breakpoints() {
+        let items = [
+            user("q"),
+            call("a", json!({})),
+            result("a", false),
+            user("next"),
+        ];
+        let mut req = request(&items, &[]);
+        req.instructions = "sys";
+        let body = request_body(&req);
+        let text = body.to_string();
+        assert_eq!(text.matches("cache_control").count(), 2, "{text}");
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        let msgs = body["messages"].as_array().unwrap();
+        let last = msgs.last().unwrap()["content"].as_array().unwrap();
+        assert_eq!(
+            last.last().unwrap()["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(last.last().unwrap()["text"], "next");
     }
 
     #[test]
@@ -1002,6 +1045,7 @@ mod tests {
             user("and then?"),
         ];
         let body = request_body(&request(&items, &[]));
+        let body = super::super::body::without_cache_control(&body);
         assert_eq!(
             body["messages"],
             json!([
@@ -1071,6 +1115,7 @@ mod tests {
             assistant("d"),
         ];
         let body = request_body(&request(&items, &[]));
+        let body = super::super::body::without_cache_control(&body);
         assert_eq!(
             body["messages"],
             json!([

@@ -41,6 +41,8 @@ const RETRY_STATUSES: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
 struct Wire {
     path: &'static str,
     body: fn(&ModelRequest<'_>) -> Value,
+    /// The body's conversation member, written last (`body::stable`).
+    conversation: &'static str,
     decoder: fn() -> Box<dyn StreamDecoder>,
     overflow: fn(&[u8]) -> bool,
 }
@@ -50,18 +52,21 @@ fn wire(api: WireApi) -> Wire {
         WireApi::AnthropicMessages => Wire {
             path: anthropic::PATH,
             body: anthropic::request_body,
+            conversation: "messages",
             decoder: || Box::new(anthropic::Decoder::default()),
             overflow: anthropic::error_body_is_overflow,
         },
         WireApi::OpenAiChat => Wire {
             path: openai_chat::PATH,
             body: openai_chat::request_body,
+            conversation: "messages",
             decoder: || Box::new(openai_chat::Decoder::default()),
             overflow: openai_chat::error_body_is_overflow,
         },
         WireApi::OpenAiResponses => Wire {
             path: openai_responses::PATH,
             body: openai_responses::request_body,
+            conversation: "input",
             decoder: || Box::new(openai_responses::Decoder::default()),
             overflow: openai_responses::error_body_is_overflow,
         },
@@ -293,10 +298,11 @@ impl ModelClient for HttpModel {
     ) -> Result<(), StepFailure> {
         let wire = wire(self.target.wire);
         let mut body = (wire.body)(req);
-        if let (Some(_), Some(id)) = (&self.codex, &self.session_id) {
+        // Every Responses request is keyed by its session (`decisions.md` 44).
+        if let (WireApi::OpenAiResponses, Some(id)) = (self.target.wire, &self.session_id) {
             body["prompt_cache_key"] = Value::String(id.clone());
         }
-        let body = body.to_string();
+        let body = super::body::stable(&body, wire.conversation);
         let mut retries = 0;
         // Whether every attempt so far was an empty `200`.
         let mut all_empty = true;

@@ -2,6 +2,7 @@
 //! the run's thread; everything they parse is bounded.
 
 pub mod anthropic;
+pub mod body;
 pub mod codex;
 #[cfg(feature = "testing")]
 pub mod fuzzing;

@@ -49,7 +49,15 @@ fn tool_use_thinking_and_results_go_back_in_the_documented_shape() {
 
     let first = llm.next(WAIT);
     assert_eq!(first.path, "/v1/messages");
-    assert!(first.body["system"].as_str().unwrap().contains("magi-code"));
+    // One system block, the first cache breakpoint (`runner.md` 1 "Prompt caching").
+    assert!(first.body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("magi-code"));
+    assert_eq!(
+        first.body["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
     assert_eq!(first.body["stream"], true);
     assert!(first.body["max_tokens"].as_u64().unwrap() > 0);
     let tool = first.body["tools"]

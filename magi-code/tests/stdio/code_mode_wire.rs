@@ -84,7 +84,7 @@ fn on_anthropic_exec_is_a_tool_and_its_result_a_tool_result_block() {
 }
 
 /// A Responses reply calling `name` with `arguments` as `call_id`.
-fn responses_call(call_id: &str, name: &str, arguments: &str) -> Reply {
+pub(crate) fn responses_call(call_id: &str, name: &str, arguments: &str) -> Reply {
     let item = json!({"type": "function_call", "id": "fc_1", "call_id": call_id, "name": name, "arguments": arguments, "status": "completed"});
     Reply::sse(vec![
         ev(

@@ -36,6 +36,7 @@ mod mcp_login_real;
 mod mcp_offer;
 mod mcp_tokens;
 mod profiles;
+mod prompt_cache;
 mod redaction;
 mod refresh;
 mod replay_cli;

@@ -82,6 +82,8 @@ pub struct Seen {
     pub headers: Vec<(String, String)>,
     /// The body as JSON (`Null` if it was not).
     pub body: Value,
+    /// The body's bytes as sent.
+    pub raw: Vec<u8>,
     /// When it arrived.
     pub at: Instant,
 }
@@ -233,7 +235,8 @@ fn serve(
     if r.read_exact(&mut body).is_err() {
         return;
     }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let raw = body;
+    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let k = usize::from(body.to_string().contains(TITLE_MARK));
     let reply = queues[k]
         .lock()
@@ -245,6 +248,7 @@ fn serve(
         path,
         headers,
         body,
+        raw,
         at: Instant::now(),
     });
     let mut w = stream;
