@@ -197,6 +197,9 @@ pub enum Body {
         /// Cached input tokens, where the provider reports them.
         #[serde(skip_serializing_if = "Option::is_none")]
         cached_input_tokens: Option<u64>,
+        /// Input tokens written to the provider's cache, where reported (Anthropic).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_creation_input_tokens: Option<u64>,
     },
 }
 
@@ -431,6 +434,7 @@ impl Body {
                 input_tokens: count(m, "input_tokens")?,
                 output_tokens: count(m, "output_tokens")?,
                 cached_input_tokens: opt_count(m, "cached_input_tokens")?,
+                cache_creation_input_tokens: opt_count(m, "cache_creation_input_tokens")?,
             },
             // Stored reads reject diagnostics; unknown types fail closed.
             _ => return Err(HistoryError::Invalid),
@@ -590,12 +594,14 @@ mod tests {
                 input_tokens: u64::MAX,
                 output_tokens: 0,
                 cached_input_tokens: Some(3),
+                cache_creation_input_tokens: None,
             },
             Body::Usage {
                 run_id: "r".into(),
                 input_tokens: 1,
                 output_tokens: 2,
                 cached_input_tokens: None,
+                cache_creation_input_tokens: None,
             },
             Body::AssistantMessage {
                 run_id: "r".into(),
@@ -649,6 +655,7 @@ mod tests {
             parse(&v).unwrap().body,
             Body::Usage {
                 cached_input_tokens: None,
+                cache_creation_input_tokens: None,
                 ..
             }
         ));

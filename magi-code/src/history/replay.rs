@@ -548,6 +548,7 @@ mod tests {
             input_tokens: n,
             output_tokens: 1,
             cached_input_tokens: None,
+            cache_creation_input_tokens: None,
         };
         r.push(&Record::now("s", usage(100)), 50);
         assert_eq!(

@@ -211,7 +211,7 @@ pub struct Decoder {
     input: u64,
     output: u64,
     cache_read: Option<u64>,
-    cache_creation: u64,
+    cache_creation: Option<u64>,
     stop: Option<StopReason>,
 }
 
@@ -305,9 +305,10 @@ impl Decoder {
             input_tokens: self
                 .input
                 .saturating_add(self.cache_read.unwrap_or(0))
-                .saturating_add(self.cache_creation),
+                .saturating_add(self.cache_creation.unwrap_or(0)),
             output_tokens: self.output,
             cached_input_tokens: self.cache_read,
+            cache_creation_input_tokens: self.cache_creation,
         };
         Ok(vec![
             ModelEvent::Usage(usage),
@@ -330,7 +331,7 @@ impl Decoder {
             self.cache_read = Some(n);
         }
         if let Some(n) = count("cache_creation_input_tokens") {
-            self.cache_creation = n;
+            self.cache_creation = Some(n);
         }
     }
 
@@ -635,7 +636,13 @@ mod tests {
                 "signature": "EosnCkYICxIMMb3LzNrMu...",
             })),
             text("21"),
-            usage(112, 40, Some(100)),
+            ModelEvent::Usage(Usage {
+                input_tokens: 112,
+                output_tokens: 40,
+                cached_input_tokens: Some(100),
+                // The stream reports no cache write, as 0.
+                cache_creation_input_tokens: Some(0),
+            }),
             ModelEvent::Stop(StopReason::EndTurn),
         ];
         assert_eq!(

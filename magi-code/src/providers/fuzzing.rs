@@ -155,6 +155,7 @@ pub(crate) mod events {
             input_tokens: input,
             output_tokens: output,
             cached_input_tokens: cached,
+            cache_creation_input_tokens: None,
         })
     }
 

@@ -71,6 +71,8 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Cached input tokens, where reported.
     pub cached_input_tokens: Option<u64>,
+    /// Input tokens written to the cache (Anthropic `cache_creation_input_tokens`).
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
 /// What a provider stream says, in order.

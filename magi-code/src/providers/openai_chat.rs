@@ -378,6 +378,7 @@ impl StreamDecoder for Decoder {
                 input_tokens: count(usage, "prompt_tokens")?.unwrap_or(0),
                 output_tokens: count(usage, "completion_tokens")?.unwrap_or(0),
                 cached_input_tokens: cached,
+                cache_creation_input_tokens: None,
             }));
         }
         Ok(out)

@@ -212,6 +212,7 @@ impl Decoder {
             input_tokens: count(usage, "input_tokens")?.unwrap_or(0),
             output_tokens: count(usage, "output_tokens")?.unwrap_or(0),
             cached_input_tokens: cached,
+            cache_creation_input_tokens: None,
         }))
     }
 

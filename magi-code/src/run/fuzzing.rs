@@ -547,6 +547,7 @@ fn model_misc(d: &mut Bytes<'_>) -> ModelEvent {
             input_tokens: u64::from(d.byte()) * 100,
             output_tokens: 1,
             cached_input_tokens: None,
+            cache_creation_input_tokens: None,
         }),
         1 => ModelEvent::ReasoningSummary {
             id: "r0".into(),

@@ -206,6 +206,7 @@ pub fn ended(sh: &mut Shared, s: Streaming, result: Result<(), StepFailure>) -> 
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             cached_input_tokens: u.cached_input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
         });
         sh.records.push(usage);
     }

@@ -80,6 +80,7 @@ fn turn(id: &str, n: usize) -> Vec<Vec<Record>> {
                 input_tokens: 100 + n as u64,
                 output_tokens: 7,
                 cached_input_tokens: Some(3),
+                cache_creation_input_tokens: None,
             }),
             r(Body::ReasoningSummary {
                 run_id: run.clone(),

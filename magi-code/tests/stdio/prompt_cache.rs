@@ -123,3 +123,53 @@ fn responses_requests_extend_each_other_and_carry_the_session_as_cache_key() {
     }
     prefixes_hold(&seen);
 }
+
+/// The `usage` records of session `sid`'s file.
+fn usage_records(env: &Env, sid: &str) -> Vec<serde_json::Value> {
+    let file = crate::common::sessions_dir(env).join(format!("{sid}.jsonl"));
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["type"] == "usage")
+        .collect()
+}
+
+#[test]
+fn cached_input_tokens_are_stored_in_usage_records_on_anthropic_and_responses() {
+    use crate::common::anthropic_sse::ev;
+    let start = ev(
+        &json!({"type": "message_start", "message": {"id": "m", "type": "message",
+        "role": "assistant", "content": [], "usage": {"input_tokens": 4,
+        "cache_read_input_tokens": 30, "cache_creation_input_tokens": 7, "output_tokens": 1}}}),
+    );
+    let mut parts = vec![vec![start]];
+    parts.push(a_text(0, "hi"));
+    parts.push(stop("end_turn"));
+    let llm = FakeLlm::start(vec![Reply::sse(parts.concat())]);
+    let mut env = Env::new();
+    env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
+    env.write_global_settings(&json!({
+        "provider": "anthropic", "model": "claude-sonnet-4-5",
+        "providers": {"anthropic": {"base_url": llm.base}},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    run_turn(&mut s, &sid, "hello");
+    let u = usage_records(&env, &sid);
+    assert_eq!(u.len(), 1, "{u:?}");
+    assert_eq!(u[0]["cached_input_tokens"], 30);
+    assert_eq!(u[0]["cache_creation_input_tokens"], 7);
+    assert_eq!(u[0]["input_tokens"], 41, "reads and writes count as input");
+
+    let llm = FakeLlm::start(vec![r_text("hi")]);
+    let mut env = Env::new();
+    env.set_var("OPENAI_API_KEY", "sk-test-openai-key");
+    env.write_global_settings(&json!({
+        "provider": "openai", "model": "gpt-x",
+        "providers": {"openai": {"base_url": format!("{}/v1", llm.base)}},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    run_turn(&mut s, &sid, "hello");
+    let u = usage_records(&env, &sid);
+    assert_eq!(u[0]["cached_input_tokens"], 20, "{u:?}");
+}

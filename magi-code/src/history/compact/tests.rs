@@ -368,6 +368,7 @@ fn a_replay_snapshot_after_a_mid_turn_compaction() {
         input_tokens: 9_000,
         output_tokens: 1,
         cached_input_tokens: None,
+        cache_creation_input_tokens: None,
     }));
     all.extend(write("w1", true));
     all.extend(write("w2", false));

@@ -94,6 +94,7 @@ fn the_estimate_uses_the_last_usage_or_the_whole_request() {
             input_tokens: 7_990,
             output_tokens: 1,
             cached_input_tokens: None,
+            cache_creation_input_tokens: None,
         },
     );
     c.note(&[usage]);
@@ -119,6 +120,7 @@ fn compaction_is_due_past_80_percent_of_the_window_at_its_edge() {
                 input_tokens: tokens,
                 output_tokens: 1,
                 cached_input_tokens: None,
+                cache_creation_input_tokens: None,
             },
         )
     };

@@ -385,6 +385,7 @@ pub fn usage(input_tokens: u64) -> ModelEvent {
         input_tokens,
         output_tokens: 10,
         cached_input_tokens: None,
+        cache_creation_input_tokens: None,
     })
 }
 
