@@ -15,10 +15,10 @@
 #[path = "support/child.rs"]
 mod child;
 
-use child::{median, pct, Child};
+use child::{median, pct, read_body, Child};
 use magi_code::client::pipe::Frames;
 use serde_json::json;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Stdio;
@@ -153,23 +153,8 @@ fn sse_server(body: Vec<u8>, pieces: usize, pause: Duration, conns: usize) -> St
 }
 
 fn serve_sse(s: TcpStream, body: &[u8], pieces: usize, pause: Duration) {
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).unwrap_or(0) == 0 {
-            return;
-        }
-        let h = h.trim_end().to_ascii_lowercase();
-        if h.is_empty() {
-            break;
-        }
-        if let Some(v) = h.strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut req = vec![0u8; len];
-    let _ = r.read_exact(&mut req);
+    // The request is read only to be answered; its body does not matter.
+    drop(read_body(&s));
     let mut w = s;
     let _ = w.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",

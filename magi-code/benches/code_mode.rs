@@ -37,9 +37,9 @@
 #[path = "support/child.rs"]
 mod child;
 
-use child::{helpers, median, vm_hwm_kib, Child, SERVER};
+use child::{helpers, median, read_body, vm_hwm_kib, Child, SERVER};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Stdio;
@@ -83,25 +83,9 @@ fn model_server() -> String {
 }
 
 fn answer(s: TcpStream) {
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).unwrap_or(0) == 0 {
-            return;
-        }
-        let h = h.trim_end().to_ascii_lowercase();
-        if h.is_empty() {
-            break;
-        }
-        if let Some(v) = h.strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut req = vec![0u8; len];
-    if r.read_exact(&mut req).is_err() {
+    let Some(req) = read_body(&s) else {
         return;
-    }
+    };
     let body: Value = serde_json::from_slice(&req).unwrap_or(Value::Null);
     let mut w = s;
     let Some(sse) = reply(&body) else {

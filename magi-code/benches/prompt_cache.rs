@@ -10,9 +10,9 @@
 #[path = "support/child.rs"]
 mod child;
 
-use child::Child;
+use child::{read_body, Child};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
@@ -129,25 +129,9 @@ fn fake(wire: Wire) -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
 }
 
 fn serve(wire: Wire, s: TcpStream, seen: &Mutex<Vec<Vec<u8>>>) {
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).unwrap_or(0) == 0 {
-            return;
-        }
-        let h = h.trim_end().to_ascii_lowercase();
-        if h.is_empty() {
-            break;
-        }
-        if let Some(v) = h.strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut raw = vec![0u8; len];
-    if r.read_exact(&mut raw).is_err() {
+    let Some(raw) = read_body(&s) else {
         return;
-    }
+    };
     let mut w = s;
     if String::from_utf8_lossy(&raw).contains(TITLE_MARK) {
         let _ = w.write_all(b"HTTP/1.1 500 X\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}");

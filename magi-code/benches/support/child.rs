@@ -4,6 +4,8 @@
 
 use magi_code::client::pipe::{serve_command, Frames, Server};
 use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{ChildStdout, Stdio};
 
@@ -111,4 +113,26 @@ pub fn vm_hwm_kib(pid: u32) -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .expect("VmHWM")
+}
+
+/// Reads one HTTP request from `s`: its body (by `content-length`), `None` if the peer left.
+pub fn read_body(s: &TcpStream) -> Option<Vec<u8>> {
+    let mut r = BufReader::new(s.try_clone().ok()?);
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).unwrap_or(0) == 0 {
+            return None;
+        }
+        let h = h.trim_end().to_ascii_lowercase();
+        if h.is_empty() {
+            break;
+        }
+        if let Some(v) = h.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).ok()?;
+    Some(body)
 }

@@ -310,28 +310,29 @@ fn replace_mcp_servers(merged: &mut Map<String, Value>, project: &Map<String, Va
 /// Validates the shape of one settings object (global or project) on its own.
 fn check_shape(m: &Map<String, Value>) -> R<()> {
     let top = Value::Object(m.clone());
-    obj(
-        &top,
-        &[
-            "provider",
-            "model",
-            "effort",
-            "providers",
-            "instructions",
-            "runner",
-            "mcp",
-            "tools",
-            "retention_days",
-            "hooks",
-            "agent",
-            "agents",
-            "skills",
-            "code_mode",
-            "shell_env",
-        ],
-    )?;
+    obj(&top, TOP_KEYS)?;
     Ok(())
 }
+
+/// The top-level settings keys (`backend.md`, `runner.md`, `code-mode.md`); any other is
+/// `configuration_invalid` (and `magi-code doctor` names the nearest of these).
+pub const TOP_KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "effort",
+    "providers",
+    "instructions",
+    "runner",
+    "mcp",
+    "tools",
+    "retention_days",
+    "hooks",
+    "agent",
+    "agents",
+    "skills",
+    "code_mode",
+    "shell_env",
+];
 
 /// Loads, validates and merges global and project settings.
 pub fn load(

@@ -4,6 +4,7 @@
 //! variables and files, never their values).
 
 use super::env::{storage_root, LaunchEnv};
+use crate::config::settings::TOP_KEYS;
 use crate::config::{instructions, profiles, settings, Settings};
 use crate::mcp;
 use serde_json::{Map, Value};
@@ -38,25 +39,6 @@ fn finding(place: impl Into<String>, what: impl Into<String>, fix: Option<String
         fix,
     }
 }
-
-/// The top-level settings keys (`backend.md`, `runner.md`, `code-mode.md`).
-const TOP_KEYS: &[&str] = &[
-    "provider",
-    "model",
-    "effort",
-    "providers",
-    "instructions",
-    "runner",
-    "mcp",
-    "tools",
-    "retention_days",
-    "hooks",
-    "agent",
-    "agents",
-    "skills",
-    "code_mode",
-    "shell_env",
-];
 
 /// Every problem `initialize` would meet in `env`, in the order it meets them; empty when it
 /// would answer `ready`.
