@@ -364,14 +364,14 @@ impl Chat {
         let indent = run.cells.approval_indent(&a.summary);
         print!("{indent}allow {}? [y/N] ", printable(&a.summary));
         flush();
-        let allow = match self.line() {
-            Line::Text(a) => a.trim().eq_ignore_ascii_case("y"),
-            Line::Eof => false,
-            Line::Interrupted if run.cancelling => {
+        let allow = match self.answer(indent) {
+            Ok(a) => a,
+            Err(Line::Eof | Line::Text(_)) => false,
+            Err(Line::Interrupted) if run.cancelling => {
                 println!();
                 return Some(After::Quit);
             }
-            Line::Interrupted => {
+            Err(Line::Interrupted) => {
                 run.cancelling = true;
                 println!();
                 println!("{}", self.style.dim("[stopping; Ctrl-C again leaves]"));
@@ -390,6 +390,24 @@ impl Chat {
                 allow,
             }));
         None
+    }
+
+    /// Reads a yes/no answer: `y`/`yes` allow, `n`/`no` or an empty line deny (any case);
+    /// anything else asks again. `Err` carries the end of input or a Ctrl-C.
+    fn answer(&mut self, indent: &str) -> Result<bool, Line> {
+        loop {
+            match self.line() {
+                Line::Text(a) => match a.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => return Ok(true),
+                    "n" | "no" | "" => return Ok(false),
+                    _ => {
+                        print!("{indent}please answer y or n [y/N] ");
+                        flush();
+                    }
+                },
+                other => return Err(other),
+            }
+        }
     }
 
     /// Asks the server to stop `turn` (its answer does not matter: `run.finished` tells).

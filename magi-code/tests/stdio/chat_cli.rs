@@ -103,9 +103,15 @@ fn chat_asks_before_a_tool_runs() {
         !cwd.path().join("a.txt").exists(),
         "denied by default answer"
     );
-    let (_, out) = chat(home.path(), cwd.path(), &[], "write it\ny\n");
+    // Anything but y/yes/n/no (any case) or an empty line asks again.
+    let (_, out) = chat(home.path(), cwd.path(), &[], "write it\nmaybe\nYes\n");
+    assert!(out.contains("please answer y or n [y/N]"), "{out}");
     assert!(out.contains("completed"), "{out}");
     assert!(cwd.path().join("a.txt").exists());
+    std::fs::remove_file(cwd.path().join("a.txt")).unwrap();
+    let (_, out) = chat(home.path(), cwd.path(), &[], "write it\nNO\n");
+    assert!(out.contains("failed"), "{out}");
+    assert!(!cwd.path().join("a.txt").exists(), "no denies");
 }
 
 /// The chat negotiates `tool.cards` and shows each finished card: a command with its exit
