@@ -19,7 +19,7 @@ const T0: u64 = 1_000;
 const TIMEOUT_MS: u64 = 10_000;
 
 /// The fuzz configuration with `exec` offered, code policies `code`, `max_calls` calls.
-fn code_config(code: CodePolicies, max_calls: u32) -> Config {
+pub(super) fn code_config(code: CodePolicies, max_calls: u32) -> Config {
     with_code(
         config(200_000, Hooks::default()),
         code,
@@ -34,7 +34,7 @@ fn exec(id: &str, code: &str) -> ModelEvent {
 
 /// A harness whose first step calls `exec` (and `more`), started at [`T0`] with its cell
 /// out.
-fn cell(cfg: Config, more: Vec<ModelEvent>) -> Harness {
+pub(super) fn cell(cfg: Config, more: Vec<ModelEvent>) -> Harness {
     let mut step = vec![exec(
         "x1",
         "const a = await tools.read_file({path: 'a'})\nreturn a",
@@ -59,7 +59,7 @@ fn code_call(h: &mut Harness, n: u64, name: &str, input: Value) {
 }
 
 /// The code calls `(name, input)` of `calls` from call `first` on, sent together.
-fn code_calls_together(h: &mut Harness, first: u64, calls: &[(&str, Value)]) {
+pub(super) fn code_calls_together(h: &mut Harness, first: u64, calls: &[(&str, Value)]) {
     for (i, (name, input)) in calls.iter().enumerate() {
         h.feed(Input::CodeCall {
             call: first + i as u64,
@@ -73,7 +73,7 @@ fn code_calls_together(h: &mut Harness, first: u64, calls: &[(&str, Value)]) {
 }
 
 /// The sizes of the tool batches the driver was given.
-fn batches(h: &Harness) -> Vec<usize> {
+pub(super) fn batches(h: &Harness) -> Vec<usize> {
     h.outputs
         .iter()
         .filter_map(|o| match o {
@@ -83,7 +83,7 @@ fn batches(h: &Harness) -> Vec<usize> {
         .collect()
 }
 
-fn ended(h: &mut Harness, state: CellState, output: &str, calls: u32) {
+pub(super) fn ended(h: &mut Harness, state: CellState, output: &str, calls: u32) {
     h.feed(Input::CellEnded {
         state,
         output: output.into(),
@@ -94,7 +94,7 @@ fn ended(h: &mut Harness, state: CellState, output: &str, calls: u32) {
 }
 
 /// The stored `code_call` records: seq, name, output, is_error; each names `x1`.
-fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
+pub(super) fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
     h.store
         .iter()
         .filter_map(|r| match &r.body {
@@ -115,7 +115,7 @@ fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
 }
 
 /// The final state and summary of every activity named `name`.
-fn finals(h: &Harness, name: &str) -> Vec<(ActivityState, String)> {
+pub(super) fn finals(h: &Harness, name: &str) -> Vec<(ActivityState, String)> {
     h.store
         .iter()
         .filter_map(|r| match &r.body {
@@ -546,105 +546,4 @@ fn nested_calls_join_the_runaway_row_after_their_exec_call() {
         is_error && output.starts_with("refused: you repeated"),
         "{output}"
     );
-}
-
-#[test]
-fn reads_sent_together_run_four_at_a_time_and_others_alone_in_issue_order() {
-    let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
-    let read = |p: &str| ("read_file", json!({ "path": p }));
-    let calls: Vec<_> = ["a", "b", "c", "d", "e", "f"].map(read).to_vec();
-    code_calls_together(&mut h, 10, &calls);
-    assert_eq!(batches(&h), [4, 2]);
-    let answered: Vec<u64> = h.answers.iter().map(|(c, _)| *c).collect();
-    assert_eq!(answered, [10, 11, 12, 13, 14, 15]);
-    // A write (ask) between reads splits them, and waits for its approval alone.
-    code_calls_together(
-        &mut h,
-        20,
-        &[
-            read("g"),
-            ("write_file", json!({"path": "w", "content": "x"})),
-            read("h"),
-        ],
-    );
-    assert_eq!(batches(&h), [4, 2, 1]);
-    assert_eq!(h.run.state(), State::AwaitingApproval);
-    let Some(Waiting::Approval(id)) = h.run.waiting() else {
-        panic!("the write asks");
-    };
-    h.feed(Input::Approval {
-        approval_id: id,
-        allow: true,
-    });
-    h.pump();
-    assert_eq!(batches(&h), [4, 2, 1, 1, 1]);
-    let answered: Vec<u64> = h.answers.iter().skip(6).map(|(c, _)| *c).collect();
-    assert_eq!(answered, [20, 21, 22]);
-    ended(&mut h, CellState::Completed, "", 9);
-    let seqs: Vec<u64> = code_calls(&h).iter().map(|c| c.0).collect();
-    assert_eq!(seqs, (0..9).collect::<Vec<_>>());
-    calls_answered(&h.store).unwrap();
-    replay_valid(&h.store).unwrap();
-}
-
-#[test]
-fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
-    let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
-    for (n, code) in [(1, ToolErrorCode::InvalidInput), (2, ToolErrorCode::Limit)] {
-        h.feed(Input::CodeCall {
-            call: n,
-            name: "read_file".into(),
-            input: Value::Null,
-            more: false,
-            refused: Some((code, format!("refused {n}"))),
-        });
-        h.pump();
-    }
-    assert!(h.jobs.is_empty() && batches(&h).is_empty(), "never run");
-    assert_eq!(
-        h.answers,
-        [
-            (
-                1,
-                Err((ToolErrorCode::InvalidInput, "refused 1".to_owned()))
-            ),
-            (2, Err((ToolErrorCode::Limit, "refused 2".to_owned())))
-        ]
-    );
-    ended(&mut h, CellState::Completed, "", 2);
-    let calls = code_calls(&h);
-    assert_eq!(
-        calls,
-        [
-            (0, "read_file".to_owned(), "refused 1".to_owned(), true),
-            (1, "read_file".to_owned(), "refused 2".to_owned(), true)
-        ]
-    );
-    let nested = finals(&h, "read_file");
-    assert_eq!(nested.len(), 2);
-    assert!(nested.iter().all(|(s, _)| *s == ActivityState::Failed));
-}
-
-#[test]
-fn a_tick_while_the_helper_sends_a_group_starts_none_of_it() {
-    let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
-    let read = |call: u64, path: &str, more: bool| Input::CodeCall {
-        call,
-        name: "read_file".into(),
-        input: json!({ "path": path }),
-        more,
-        refused: None,
-    };
-    h.feed(read(0, "a", true));
-    h.now += 5;
-    h.feed(Input::Tick);
-    h.pump();
-    assert!(
-        batches(&h).is_empty(),
-        "nothing starts while the group comes in"
-    );
-    h.feed(read(1, "b", false));
-    h.pump();
-    assert_eq!(batches(&h), [2]);
-    assert_eq!(h.answers.len(), 2);
 }

@@ -2,6 +2,7 @@
 //! (`agent::drive`), answering each output, keeping the appended records as the store.
 
 mod code;
+mod code_batch;
 mod edges;
 mod props;
 
