@@ -205,7 +205,13 @@ fn serve(conn: TcpStream, st: &Mutex<State>, f: &Faults) {
     };
     let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if f.silent_initialize && msg["method"] == "initialize" {
-        // Held until the client closes its side.
+        // Recorded (status 0: never answered), then held until the client closes its side.
+        st.lock().unwrap().seen.push(Seen {
+            method,
+            headers,
+            body: msg,
+            status: 0,
+        });
         let mut sink = [0u8; 64];
         while r.get_mut().read(&mut sink).is_ok_and(|n| n > 0) {}
         return;
