@@ -9,6 +9,7 @@ mod incremental;
 mod layering;
 #[path = "../support/npm.rs"]
 mod npm;
+mod repo;
 mod schema;
 mod typescript;
 
