@@ -203,6 +203,14 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
                     finding(place, what, Some(fix))
                 })
         }
+        "codex" => (!crate::providers::codex::ready_now()).then(|| {
+            let file = crate::providers::codex::auth_path().map_or_else(
+                || "$CODEX_HOME/auth.json".into(),
+                |f| f.display().to_string(),
+            );
+            let what = format!("{file} holds no usable ChatGPT sign-in");
+            finding(place, what, Some("run codex login".into()))
+        }),
         other => match s.compat.get(other) {
             Some(c) => c.api_key_env.as_ref().and_then(|v| {
                 let set = std::env::var_os(v).is_some_and(|k| !k.is_empty());
@@ -212,7 +220,9 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
                 })
             }),
             None => {
-                let what = "is neither built in (scripted, anthropic, openai) nor configured under providers";
+                let builtin = crate::config::settings::BUILTIN_PROVIDERS.join(", ");
+                let what =
+                    format!("is neither built in ({builtin}) nor configured under providers");
                 Some(finding(
                     place,
                     what,

@@ -92,7 +92,7 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
     finds(
         &env,
         &[
-            "provider nope: is neither built in (scripted, anthropic, openai) nor configured \
+            "provider nope: is neither built in (anthropic, codex, openai, scripted) nor configured \
            under providers (add providers.nope or pick a built-in provider)"
                 .to_owned(),
         ],
@@ -103,6 +103,20 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
     finds(
         &env,
         &["provider scripted: has no model \"eco\" (use model echo or script)".to_owned()],
+    );
+
+    // `codex` reads the Codex CLI's sign-in; an empty CODEX_HOME has none.
+    let mut env = Env::new();
+    let codex_home = env.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    env.set_var("CODEX_HOME", codex_home.to_str().unwrap());
+    env.write_global_settings(&json!({"provider": "codex", "model": "gpt-5"}));
+    finds(
+        &env,
+        &[format!(
+            "provider codex: {} holds no usable ChatGPT sign-in (run codex login)",
+            codex_home.join("auth.json").display()
+        )],
     );
 
     let env = Env::new();
