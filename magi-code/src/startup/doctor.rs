@@ -220,7 +220,7 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
                 })
             }),
             None => {
-                let builtin = crate::config::settings::BUILTIN_PROVIDERS.join(", ");
+                let builtin = settings::BUILTIN_PROVIDERS.join(", ");
                 let what =
                     format!("is neither built in ({builtin}) nor configured under providers");
                 Some(finding(
