@@ -34,16 +34,49 @@ pub struct Skill {
 /// matter parses, its `name` equals `folder` and it has a description.
 #[must_use]
 pub fn parse(folder: &str, head: &[u8]) -> Option<(String, String)> {
-    let doc = front_matter::parse(head).ok()?;
-    let name = doc.text("name").ok()??;
+    checked(folder, head).ok()
+}
+
+/// As [`parse`], with why a skill is left out (words for `magi-code doctor`).
+pub fn checked(folder: &str, head: &[u8]) -> Result<(String, String), &'static str> {
+    let doc = front_matter::parse(head)
+        .map_err(|_| "its front matter does not parse (or does not close in 32 KiB)")?;
+    let name = doc
+        .text("name")
+        .ok()
+        .flatten()
+        .ok_or("its front matter has no name")?;
     if name != folder || !is_name(name) {
-        return None;
+        return Err("its name differs from its folder's");
     }
-    let description = doc.text("description").ok()??.trim();
+    let description = doc
+        .text("description")
+        .ok()
+        .flatten()
+        .map(str::trim)
+        .ok_or("its front matter has no description")?;
     if description.is_empty() || description.chars().any(char::is_control) {
-        return None;
+        return Err("its description is empty or holds control characters");
     }
-    Some((name.to_owned(), bounded(description, DESCRIPTION_BYTES)))
+    Ok((name.to_owned(), bounded(description, DESCRIPTION_BYTES)))
+}
+
+/// Each `SKILL.md` under `root` and `cwd` that [`load`] leaves out, with why (for `doctor`).
+#[must_use]
+pub fn left_out(root: &Path, cwd: &Path, disabled: &[String]) -> Vec<(PathBuf, &'static str)> {
+    let mut out = Vec::new();
+    for dir in [root.join("skills"), cwd.join(".magi").join("skills")] {
+        for (name, path) in load_folder(&dir, disabled) {
+            let file = path.join(SKILL_MD);
+            let why = match read_regular(&file, SKILL_HEAD_BYTES) {
+                Ok(Some(head)) => checked(&name, &head[..head.len().min(SKILL_HEAD_BYTES)]).err(),
+                Ok(None) => Some("it is not a regular file"),
+                Err(_) => Some("it cannot be read"),
+            };
+            out.extend(why.map(|w| (file, w)));
+        }
+    }
+    out
 }
 
 /// Reads the skill folder `dir` named `folder`; `None` when it does not parse.

@@ -5,7 +5,7 @@
 
 use super::env::{storage_root, LaunchEnv};
 use crate::config::settings::TOP_KEYS;
-use crate::config::{instructions, profiles, settings, Settings};
+use crate::config::{instructions, profiles, settings, skills, Settings};
 use crate::mcp;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -73,6 +73,33 @@ pub fn check(env: &LaunchEnv) -> Vec<Finding> {
     out.extend(profile_files(&root, &cwd, s.agent.as_deref()));
     out.extend(mcp_servers(&s));
     out
+}
+
+/// What `initialize` passes over without failing: skills it leaves out, with why. Printed
+/// after the findings; they do not change `doctor`'s exit code.
+#[must_use]
+pub fn notes(env: &LaunchEnv) -> Vec<Finding> {
+    let Some(cwd) = env.cwd.clone().and_then(|c| c.canonicalize().ok()) else {
+        return Vec::new();
+    };
+    let Some(root) = storage_root(env, &cwd) else {
+        return Vec::new();
+    };
+    let read = |p: &Path| settings::read_file(p).ok().flatten();
+    let (global, project) = (
+        read(&root.join("settings.json")),
+        read(&cwd.join(".magi").join("settings.json")),
+    );
+    let disabled = settings::load(global, project)
+        .map(|s| s.skills_disabled)
+        .unwrap_or_default();
+    skills::left_out(&root, &cwd, &disabled)
+        .into_iter()
+        .map(|(file, why)| {
+            let place = format!("skill {}", file.display());
+            finding(place, format!("left out: {why}"), None)
+        })
+        .collect()
 }
 
 /// A storage root that exists but is not a folder, or cannot be made.

@@ -193,3 +193,39 @@ fn chat_prints_the_findings_after_a_failed_startup() {
         "{err}"
     );
 }
+
+#[test]
+fn a_skill_left_out_is_a_note_that_keeps_exit_0() {
+    let env = Env::new();
+    let skills = env.cwd.join(".magi").join("skills");
+    for (folder, text) in [
+        ("good", "---\nname: good\ndescription: Works.\n---\n"),
+        ("renamed", "---\nname: other\ndescription: Moved.\n---\n"),
+        ("bare", "---\nname: bare\n---\n"),
+    ] {
+        std::fs::create_dir_all(skills.join(folder)).unwrap();
+        std::fs::write(skills.join(folder).join("SKILL.md"), text).unwrap();
+    }
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 0, "{out}");
+    let file = |f: &str| {
+        std::fs::canonicalize(&env.cwd)
+            .unwrap()
+            .join(".magi/skills")
+            .join(f)
+            .join("SKILL.md")
+            .display()
+            .to_string()
+    };
+    assert_eq!(
+        out,
+        format!(
+            "note: skill {}: left out: its front matter has no description\n\
+             note: skill {}: left out: its name differs from its folder's\n\
+             magi-code doctor: no problem found; initialize would be ready\n",
+            file("bare"),
+            file("renamed")
+        )
+    );
+    assert!(ready(&env));
+}
