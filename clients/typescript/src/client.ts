@@ -92,7 +92,7 @@ export class MagiClient {
   private readonly inbox = new Inbox();
   private readonly waiters = new Map<string, Waiter>();
   private readonly events: Event[] = [];
-  private eventWaiter: (() => void) | undefined;
+  private eventWaiters: Array<() => void> = [];
   private readonly lines = new LineReader(OUTPUT_FRAME_BYTES);
   private inputFrameBytes = INPUT_FRAME_BYTES;
   private broken: ClientError | undefined;
@@ -262,9 +262,8 @@ export class MagiClient {
   }
 
   private wakeEvents(): void {
-    const w = this.eventWaiter;
-    this.eventWaiter = undefined;
-    w?.();
+    // Every reader looks again; the first takes the event, the others wait on.
+    for (const w of this.eventWaiters.splice(0)) w();
   }
 
   /** `initialize` requiring `required`; afterwards the returned `limits` bound IDs and lines. */
@@ -362,11 +361,18 @@ export class MagiClient {
       const left = deadline === undefined ? undefined : deadline - Date.now();
       if (left !== undefined && left <= 0) return undefined;
       await new Promise<void>((resolve) => {
-        const timer = left === undefined ? undefined : setTimeout(resolve, left);
-        this.eventWaiter = () => {
+        const wake = () => {
           if (timer !== undefined) clearTimeout(timer);
           resolve();
         };
+        const timer =
+          left === undefined
+            ? undefined
+            : setTimeout(() => {
+                this.eventWaiters = this.eventWaiters.filter((w) => w !== wake);
+                resolve();
+              }, left);
+        this.eventWaiters.push(wake);
       });
     }
   }

@@ -119,3 +119,23 @@ test("shutdown past its wait kills a child that does not answer", async (t) => {
   assert.equal(await c.shutdown(300), 1, "killed: exit code 1");
   assert.equal((await c.exited()).signal, "SIGKILL");
 });
+
+test("two readers waiting at once each get an event, in the child's order", async (t) => {
+  const f = fixture(t, ECHO);
+  const c = await MagiClient.spawn({ exe: bin(), cwd: f.cwd, env: f.env, waitMs: 20_000 });
+  t.after(() => c.kill());
+  await c.initialize(["session.create", "turn.start", "shutdown"]);
+  const s = await c.call("session.create", {});
+  const first = c.nextEvent(20_000);
+  const second = c.nextEvent(20_000);
+  const turn = await c.startTurn(s.session_id, "hello");
+  const [a, b] = await Promise.all([first, second]);
+  assert.equal(a.event, "input.persisted", "the first event goes to the first reader");
+  assert.ok(b !== undefined && b.data.run_id === turn.runId);
+  turn.apply(a);
+  turn.apply(b);
+  const done = await c.runTurn(turn);
+  assert.equal(done.outcome, "completed");
+  assert.equal(turn.text, "hello", "model echo answers with the prompt");
+  assert.equal(await c.shutdown(5_000), 0);
+});
