@@ -12,9 +12,12 @@ const schema = join(root, "..", "..", "docs", "schema", "protocol.d.ts");
 copyFileSync(schema, join(root, "src", "protocol.d.ts"));
 rmSync(join(root, "dist"), { recursive: true, force: true });
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
-const compiled = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.json")], {
-  stdio: "inherit",
-});
-if (compiled.status !== 0) process.exit(compiled.status ?? 1);
+// The package, then the compile-time checks of its typed surface (types-test/, not emitted).
+for (const project of ["tsconfig.json", "tsconfig.types.json"]) {
+  const compiled = spawnSync(process.execPath, [tsc, "-p", join(root, project)], {
+    stdio: "inherit",
+  });
+  if (compiled.status !== 0) process.exit(compiled.status ?? 1);
+}
 mkdirSync(join(root, "dist"), { recursive: true });
 copyFileSync(schema, join(root, "dist", "protocol.d.ts"));
