@@ -367,6 +367,20 @@ export type EventFrame =
     version: 1;
   };
 
+/** Each event's data by event name (documentation map, validates nothing on the wire). */
+export type Events = {
+  activity: ActivityData;
+  "approval.requested": ApprovalRequestedData;
+  "client.tool.call": ClientToolCallData;
+  "client.tool.cancel": ClientToolCancelData;
+  diagnostic: DiagnosticData;
+  "input.persisted": InputPersistedData;
+  "message.delta": MessageDeltaData;
+  "message.reconcile": MessageReconcileData;
+  "run.finished": RunFinishedData;
+  "tool.card": ToolCardData;
+};
+
 /** The `extensions` member of the `initialize` result. */
 export type Extensions = {
   /** The `client.tools` descriptor. */

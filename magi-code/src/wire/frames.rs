@@ -249,9 +249,6 @@ pub fn schema() -> Value {
             results.push(r.clone());
         }
     }
-    // Every method is listed, so `Methods["turn.start"]["params"]` names a type in TypeScript.
-    let method_names: Vec<&str> = methods.iter().map(|(name, _, _)| *name).collect();
-    let method_map = method_map(&methods);
     let event_frames = event_frames(&events);
     let mut result_head = head("response");
     result_head.push(("id", def("RequestId")));
@@ -288,12 +285,8 @@ pub fn schema() -> Value {
             "EventFrame",
             json!({ "description": "A run event frame.", "oneOf": event_frames }),
         ),
-        (
-            "Methods",
-            json!({ "description": "Each method's params and result (documentation map, validates nothing on the wire).", "type": "object", "additionalProperties": false, "required": method_names, "properties": method_map }),
-        ),
     ];
-    for (k, v) in composed {
+    for (k, v) in composed.into_iter().chain(name_maps(&methods, &events)) {
         defs.insert(k.into(), v);
     }
     canonical(json!({
@@ -326,9 +319,15 @@ fn request_frames(methods: &[(&'static str, Value, Value)]) -> Vec<Value> {
         .collect()
 }
 
-/// `Methods`: each method's params and result by name, for the TypeScript types.
-fn method_map(methods: &[(&'static str, Value, Value)]) -> Map<String, Value> {
-    methods
+/// `Methods` (each method's params and result by name) and `Events` (each event's data by
+/// name): every name is listed, so `Methods["turn.start"]["params"]` and
+/// `Events["run.finished"]` name types in TypeScript.
+fn name_maps(
+    methods: &[(&'static str, Value, Value)],
+    events: &[(&'static str, Value)],
+) -> [(&'static str, Value); 2] {
+    let method_names: Vec<&str> = methods.iter().map(|(name, _, _)| *name).collect();
+    let method_map: Map<String, Value> = methods
         .iter()
         .map(|(name, params, result)| {
             let entry = object(
@@ -337,7 +336,22 @@ fn method_map(methods: &[(&'static str, Value, Value)]) -> Map<String, Value> {
             );
             ((*name).to_owned(), entry)
         })
-        .collect()
+        .collect();
+    let event_names: Vec<&str> = events.iter().map(|(name, _)| *name).collect();
+    let event_map: Map<String, Value> = events
+        .iter()
+        .map(|(name, data)| ((*name).to_owned(), data.clone()))
+        .collect();
+    [
+        (
+            "Methods",
+            json!({ "description": "Each method's params and result (documentation map, validates nothing on the wire).", "type": "object", "additionalProperties": false, "required": method_names, "properties": method_map }),
+        ),
+        (
+            "Events",
+            json!({ "description": "Each event's data by event name (documentation map, validates nothing on the wire).", "type": "object", "additionalProperties": false, "required": event_names, "properties": event_map }),
+        ),
+    ]
 }
 
 /// One event frame per event: the frame head, the event's name and its data.

@@ -99,7 +99,7 @@ fn guide_frames() -> Vec<(bool, Value)> {
     out
 }
 
-const HEADER: &str = "import type { Frame, Methods, Request } from \"./protocol\";\n";
+const HEADER: &str = "import type { Events, Frame, Methods, Request } from \"./protocol\";\n";
 
 #[test]
 fn protocol_d_ts_compiles_alone_under_strict() {
@@ -142,7 +142,10 @@ fn every_guide_frame_type_checks_against_protocol_d_ts() {
     let _ = writeln!(ts, "const tool: Request = {tool};");
     ts.push_str(
         "const start: Methods[\"turn.start\"][\"params\"] = { session_id: \"s\", prompt: \"hi\" };\n\
-         const started: Methods[\"turn.start\"][\"result\"] = { accepted: true, run_id: \"r\" };\n",
+         const started: Methods[\"turn.start\"][\"result\"] = { accepted: true, run_id: \"r\" };\n\
+         const finished: Events[\"run.finished\"][\"outcome\"] = \"cancelled\";\n\
+         // @ts-expect-error: a method not in the map has no entry\n\
+         const none: Methods[\"turn.pause\"] = {} as never;\n",
     );
     let entry = json!({"protocol": "magi-code.local-agent", "version": 1, "type": "response",
         "instance_id": "i", "seq": 9, "id": "p", "result": {"session_id": "s", "revision": "v",

@@ -54,6 +54,7 @@ mod tool_input;
 mod tool_schema;
 mod tools;
 mod transport;
+mod ts_client;
 mod tty;
 mod turns;
 mod typed_client;
