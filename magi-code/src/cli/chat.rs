@@ -57,6 +57,10 @@ pub fn chat(session: Option<&str>) -> i32 {
     };
     // People take their time; the child answers or goes, and either ends the wait.
     client.set_wait(None);
+    // A person at a terminal gets the full-screen editor; pipes keep the line protocol.
+    if stdin_tty && tty {
+        return super::tui::run(client, session);
+    }
     let Some(lines) = read_lines() else {
         client.kill();
         return start_failed();

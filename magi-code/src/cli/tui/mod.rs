@@ -1,0 +1,356 @@
+//! `magi-code chat` on a terminal: ratatui and crossterm with an inline viewport, so finished
+//! lines go into the terminal's own scrollback (and stay after the chat ends) while the live
+//! area below them holds the streaming line, running tools, the approval dialog, the prompt
+//! editor and the status line. [`app::ChatApp`] is the state, sans IO; this module is the
+//! thin loop around it: raw mode, bracketed paste, a key reader thread and the client.
+
+pub mod app;
+mod commands;
+pub mod dialog;
+pub mod editor;
+pub mod live;
+pub mod markdown;
+mod render;
+pub mod transcript;
+
+use crate::client::{Client, ClientError};
+use crate::wire::requests::{ApprovalAnswerParams, TurnCancelParams};
+use crate::wire::Call;
+use app::{Action, ChatApp};
+use commands::Commands;
+use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent};
+use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
+use ratatui::backend::CrosstermBackend;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Rows of the live area.
+const LIVE_ROWS: u16 = 12;
+/// How long one wait for a server event or a key lasts.
+const TICK: Duration = Duration::from_millis(25);
+/// How long after a turn the title is looked for again.
+const TITLE_WAIT: Duration = Duration::from_millis(1500);
+/// How long the server gets to answer `shutdown` and exit before it is killed.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// The capabilities the terminal chat uses.
+const CAPS: [&str; 12] = [
+    "session.create",
+    "session.open",
+    "session.list",
+    "history.page",
+    "model.catalog",
+    "selection.set",
+    "turn.start",
+    "turn.cancel",
+    "approval.answer",
+    "shutdown",
+    "tool.cards",
+    "status",
+];
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+/// Puts the terminal back: cooked mode, no bracketed paste, the cursor shown.
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = crossterm::execute!(io::stdout(), DisableBracketedPaste, crossterm::cursor::Show);
+}
+
+/// Restores the terminal when dropped, on every way out of the loop.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Runs the terminal chat over `client` (spawned, not initialized), attaching `session` or
+/// a new one; the exit code.
+pub fn run(client: Client, session: Option<&str>) -> i32 {
+    let mut cmds = Commands::new(client);
+    match cmds.client.initialize(&CAPS) {
+        Ok(_) => {}
+        Err(ClientError::Rejected(e)) => {
+            let code = crate::cli::chat_view::printable(&e.code);
+            eprintln!("magi-code chat: initialization failed: {code}");
+            let findings =
+                crate::startup::doctor::check(&crate::startup::LaunchEnv::from_process());
+            crate::cli::doctor::print(&findings, &mut io::stderr());
+            return finish(cmds, 1);
+        }
+        Err(_) => {
+            eprintln!("magi-code chat: the server did not answer");
+            return finish(cmds, 1);
+        }
+    }
+    let mut app = ChatApp::default();
+    if let Err(code) = cmds.attach(&mut app, session) {
+        eprintln!("magi-code chat: could not attach a session: {code}");
+        return finish(cmds, 1);
+    }
+    let code = match terminal() {
+        Ok(mut term) => {
+            let hook = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore();
+                hook(info);
+            }));
+            let guard = Restore;
+            let code = Loop::new(&mut term, &mut app, &mut cmds).run();
+            let _ = term.draw(|f| f.set_cursor_position(f.area().as_position()));
+            drop(guard);
+            code
+        }
+        Err(e) => {
+            restore();
+            eprintln!("magi-code chat: the terminal refused: {e}");
+            1
+        }
+    };
+    finish(cmds, code)
+}
+
+fn finish(mut cmds: Commands, code: i32) -> i32 {
+    let exit = cmds.client.shutdown(SHUTDOWN_WAIT);
+    if code != 0 {
+        code
+    } else {
+        exit
+    }
+}
+
+fn terminal() -> io::Result<Term> {
+    enable_raw_mode()?;
+    crossterm::execute!(io::stdout(), EnableBracketedPaste)?;
+    let rows = crossterm::terminal::size().map_or(LIVE_ROWS, |(_, h)| {
+        LIVE_ROWS.min(h.saturating_sub(2)).max(4)
+    });
+    let options = TerminalOptions {
+        viewport: Viewport::Inline(rows),
+    };
+    Terminal::with_options(CrosstermBackend::new(io::stdout()), options)
+}
+
+/// Terminal input from a thread of its own, each stamped with when it was read.
+fn read_input(stop: Arc<AtomicBool>) -> io::Result<Receiver<(TermEvent, Instant)>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("chat-keys".to_owned())
+        .spawn(move || {
+            // Polling, not one blocking read: the reader lock is free between polls (a cursor
+            // position query needs it), and the thread sees `stop` soon after the chat ends.
+            while !stop.load(Ordering::SeqCst) {
+                match event::poll(Duration::from_millis(50)) {
+                    Ok(false) => {}
+                    Ok(true) => match event::read() {
+                        Ok(e) => {
+                            if tx.send((e, Instant::now())).is_err() {
+                                break;
+                            }
+                        }
+                        Err(_) => break,
+                    },
+                    Err(_) => break,
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
+/// Splits `line` into rows of at most `width` columns (the scrollback gets exact heights).
+fn wrap(line: Line<'static>, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width.max(1));
+    if line.width() <= width {
+        return vec![line];
+    }
+    let mut rows = vec![Line::default().style(line.style)];
+    let mut used = 0;
+    for span in line.spans {
+        for c in span.content.chars() {
+            let w = Span::raw(c.to_string()).width();
+            if used + w > width {
+                rows.push(Line::default().style(line.style));
+                used = 0;
+            }
+            if let Some(row) = rows.last_mut() {
+                row.spans.push(Span::styled(c.to_string(), span.style));
+            }
+            used += w;
+        }
+    }
+    rows
+}
+
+/// The loop: keys and server events into the app, its actions out, its lines into the
+/// scrollback, a frame per pass.
+struct Loop<'a> {
+    term: &'a mut Term,
+    app: &'a mut ChatApp,
+    cmds: &'a mut Commands,
+    /// When to look for the title again: it is made after the first turn ends.
+    title_at: Option<Instant>,
+}
+
+impl<'a> Loop<'a> {
+    fn new(term: &'a mut Term, app: &'a mut ChatApp, cmds: &'a mut Commands) -> Self {
+        Self {
+            term,
+            app,
+            cmds,
+            title_at: None,
+        }
+    }
+
+    fn run(&mut self) -> i32 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let Ok(input) = read_input(stop.clone()) else {
+            return 1;
+        };
+        let code = self.passes(&input);
+        stop.store(true, Ordering::SeqCst);
+        let _ = self.flush_lines();
+        code
+    }
+
+    fn passes(&mut self, input: &Receiver<(TermEvent, Instant)>) -> i32 {
+        loop {
+            if self.flush_lines().is_err() || self.term.draw(|f| self.app.render(f)).is_err() {
+                return 1;
+            }
+            let mut events = Vec::new();
+            match input.recv_timeout(if self.app.running() {
+                Duration::ZERO
+            } else {
+                TICK
+            }) {
+                Ok(e) => events.push(e),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return 1,
+            }
+            events.extend(input.try_iter());
+            for (e, at) in events {
+                let action = match e {
+                    TermEvent::Key(k) => self.app.on_key(k, at),
+                    TermEvent::Paste(text) => {
+                        self.app.on_paste(&text, at);
+                        None
+                    }
+                    _ => None,
+                };
+                if let Some(Err(code)) = action.map(|a| self.act(a)) {
+                    return code;
+                }
+            }
+            if let Err(code) = self.server() {
+                return code;
+            }
+            let now = Instant::now();
+            self.app.on_tick(now);
+            if self.title_at.is_some_and(|t| now >= t) && !self.app.running() {
+                self.title_at = None;
+                self.cmds.refresh(self.app);
+            }
+        }
+    }
+
+    /// Reads server events (waiting a tick while a turn runs).
+    fn server(&mut self) -> Result<(), i32> {
+        let wait = if self.app.running() {
+            TICK
+        } else {
+            Duration::ZERO
+        };
+        let mut wait = wait;
+        loop {
+            match self.cmds.client.next_event(wait) {
+                Ok(Some(e)) => {
+                    let was = self.app.running();
+                    self.app.on_event(&e, Instant::now());
+                    if was && !self.app.running() {
+                        self.cmds.refresh(self.app);
+                        if self.app.info.title.is_none() {
+                            self.title_at = Some(Instant::now() + TITLE_WAIT);
+                        }
+                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    self.app.error("[the server stopped]");
+                    return Err(1);
+                }
+            }
+            wait = Duration::ZERO;
+        }
+    }
+
+    /// Carries out one action; Err(code) when the chat ends.
+    fn act(&mut self, action: Action) -> Result<(), i32> {
+        let sid = self.app.info.session.clone();
+        let sent = match action {
+            Action::Quit => return Err(0),
+            Action::Send(prompt) => match self.cmds.client.start_turn(&sid, &prompt) {
+                Ok(turn) => {
+                    self.app.turn_started(turn.run_id(), Instant::now());
+                    Ok(())
+                }
+                Err(ClientError::Rejected(e)) => {
+                    self.app.error(&format!("[turn refused: {}]", e.code));
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+            Action::Answer {
+                run_id,
+                approval_id,
+                allow,
+            } => {
+                let params = ApprovalAnswerParams {
+                    session_id: sid,
+                    run_id,
+                    approval_id,
+                    allow,
+                };
+                self.cmds.client.send_detached(Call::ApprovalAnswer(params))
+            }
+            Action::Cancel(run_id) => {
+                let params = TurnCancelParams {
+                    session_id: sid,
+                    run_id,
+                };
+                self.cmds.client.send_detached(Call::TurnCancel(params))
+            }
+            Action::Command(cmd, arg) => {
+                self.cmds.run(self.app, &cmd, &arg);
+                Ok(())
+            }
+        };
+        sent.map_err(|_| {
+            self.app.error("[the server stopped]");
+            1
+        })
+    }
+
+    /// Moves the app's finished lines into the terminal's scrollback.
+    fn flush_lines(&mut self) -> io::Result<()> {
+        let lines = self.app.take_lines();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let width = self.term.size()?.width;
+        let rows: Vec<Line<'static>> = lines.into_iter().flat_map(|l| wrap(l, width)).collect();
+        for chunk in rows.chunks(64) {
+            let h = chunk.len() as u16;
+            self.term.insert_before(h, |buf| {
+                Paragraph::new(chunk.to_vec()).render(buf.area, buf)
+            })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,268 @@
+//! `magi-code chat` on a pseudo-terminal: the real binary in raw mode with its inline
+//! viewport, driven by typed keys, its output parsed by a terminal emulator (vt100) and
+//! checked on the screen a person would see.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+/// How long a screen condition may take: generous, the machine is shared.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A chat on a pty: the child, the master side and the emulated screen.
+struct Tty {
+    child: Child,
+    master: File,
+    screen: Arc<Mutex<vt100::Parser>>,
+}
+
+fn openpty() -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: ROWS,
+        ws_col: COLS,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two new descriptors into the ints; we take ownership of both.
+    #[allow(unsafe_code)]
+    unsafe {
+        let rc = libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        );
+        assert_eq!(rc, 0, "openpty");
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    }
+}
+
+/// Feeds the child's output to the emulator, answering its cursor position queries as a
+/// terminal does (the inline viewport asks where it starts).
+fn pump(mut from: File, mut to: File, screen: Arc<Mutex<vt100::Parser>>) {
+    const ASK: &[u8] = b"\x1b[6n";
+    let mut buf = [0u8; 8192];
+    let mut pending = Vec::new();
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        pending.extend_from_slice(&buf[..n]);
+        let mut p = screen.lock().unwrap();
+        while let Some(at) = pending.windows(ASK.len()).position(|w| w == ASK) {
+            p.process(&pending[..at]);
+            let (row, col) = p.screen().cursor_position();
+            let _ = write!(to, "\x1b[{};{}R", row + 1, col + 1);
+            pending.drain(..at + ASK.len());
+        }
+        // Keep a possibly split query for the next read.
+        let keep = pending.len().min(ASK.len() - 1);
+        let cut = pending.len() - keep;
+        let tail_is_query = pending[cut..].first() == Some(&0x1b);
+        let upto = if tail_is_query { cut } else { pending.len() };
+        p.process(&pending[..upto]);
+        pending.drain(..upto);
+    }
+}
+
+impl Tty {
+    fn spawn(home: &Path, cwd: &Path, args: &[&str]) -> Self {
+        let (master, slave) = openpty();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_magi-code"));
+        cmd.arg("chat")
+            .args(args)
+            .env("MC_HOME", home)
+            .env("TERM", "xterm-256color")
+            .env_remove("NO_COLOR")
+            .current_dir(cwd)
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: between fork and exec only async-signal-safe calls: a new session whose
+        // controlling terminal is the pty (as a terminal emulator starts a shell).
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        let master = File::from(master);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let (from, to) = (master.try_clone().unwrap(), master.try_clone().unwrap());
+        let s = screen.clone();
+        std::thread::spawn(move || pump(from, to, s));
+        Self {
+            child,
+            master,
+            screen,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until the screen satisfies `cond`; panics with the screen past the deadline.
+    fn wait(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let s = self.contents();
+            if cond(&s) {
+                return s;
+            }
+            assert!(Instant::now() < end, "waited for {what}; the screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        self.wait(text, |s| s.contains(text))
+    }
+
+    fn keys(&mut self, bytes: &str) {
+        self.master.write_all(bytes.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Waits for the child's exit; its code.
+    fn exit(mut self) -> i32 {
+        let end = Instant::now() + DEADLINE;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(
+                Instant::now() < end,
+                "the chat did not exit:\n{}",
+                self.contents()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Tty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Settings that play `script` with the scripted provider.
+fn use_script(home: &Path, script: &str) {
+    let path = home.join("script.json");
+    std::fs::write(&path, script).unwrap();
+    let settings =
+        serde_json::json!({"model": "script", "providers": {"scripted": {"script": path}}});
+    std::fs::write(home.join("settings.json"), settings.to_string()).unwrap();
+}
+
+/// Screens captured for people to look at: written where `MC_TUI_SCREENS` points, if set.
+fn capture(screens: &mut Vec<(String, String)>, title: &str, screen: &str) {
+    screens.push((title.to_owned(), screen.to_owned()));
+}
+
+fn save(screens: &[(String, String)]) {
+    let Some(path) = std::env::var_os("MC_TUI_SCREENS") else {
+        return;
+    };
+    let mut text = String::new();
+    for (title, s) in screens {
+        text.push_str(&format!("=== {title} ({COLS}x{ROWS}) ===\n{s}\n\n"));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    use_script(
+        home.path(),
+        r#"{"turns":[
+            {"steps":[{"text":"I will **write** the file:\n"},{"sleep_ms":1500},
+                      {"tool":{"name":"write_file","input":{"path":"a.txt","content":"x"}}},
+                      {"text":"Done:\n- wrote `a.txt`\n"}]},
+            {"steps":[{"text":"Thinking about it slowly"},{"sleep_ms":30000},{"text":" never"}]}]}"#,
+    );
+    let mut screens = Vec::new();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    let s = tty.wait_for("/help for commands");
+    let sid = s
+        .split_whitespace()
+        .skip_while(|w| *w != "session")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+
+    // Typed before the dialog shows: it stays in the editor, never answers.
+    tty.keys("write it\r");
+    tty.wait_for("I will write the file:");
+    tty.keys("y");
+    let s = tty.wait_for("expires in");
+    assert!(s.contains("Allow write_file a.txt"), "{s}");
+    let lines: Vec<&str> = s.lines().map(|l| l.trim_end_matches([' ', '│'])).collect();
+    assert!(
+        lines.contains(&"│answer›"),
+        "the early key is not the answer: {s}"
+    );
+    assert!(lines.contains(&"› y"), "it stays in the editor: {s}");
+    capture(&mut screens, "an approval dialog", &s);
+    tty.keys("maybe\r");
+    tty.wait_for("please answer y or n");
+    tty.keys("yes\r");
+    let s = tty.wait("the turn's end", |s| {
+        s.contains("done in") && s.contains("› y") && s.contains("/help for commands")
+    });
+    assert!(s.contains("✓ write_file"), "{s}");
+    assert!(s.contains("• wrote a.txt"), "{s}");
+    assert!(s.contains("a.txt +1 -0"), "{s}");
+    assert!(cwd.path().join("a.txt").exists(), "the tool ran");
+    capture(
+        &mut screens,
+        "after the approval, the tool and the reply",
+        &s,
+    );
+
+    // Ctrl-C at a prompt with text clears it.
+    tty.keys("\x03");
+    tty.wait("an empty editor", |s| {
+        s.lines().any(|l| l.trim_end() == "›")
+    });
+    tty.keys("go slowly\r");
+    let s = tty.wait_for("Ctrl-C to stop");
+    tty.wait_for("Thinking about it slowly");
+    capture(&mut screens, "a reply streaming", &tty.contents());
+    assert!(s.contains("script"), "the status line names the model: {s}");
+    tty.keys("\x03");
+    let s = tty.wait("the prompt", |s| {
+        s.contains("the turn was cancelled") && s.contains("/help for commands")
+    });
+    assert!(!s.contains("never"), "{s}");
+    capture(&mut screens, "Ctrl-C stopped the reply", &s);
+    tty.keys("/quit\r");
+    assert_eq!(tty.exit(), 0);
+
+    let tty = Tty::spawn(home.path(), cwd.path(), &["--session", &sid]);
+    let s = tty.wait(&sid, |s| {
+        s.contains("/help for commands") && s.contains("go slowly")
+    });
+    assert!(s.contains("› write it"), "{s}");
+    assert!(s.contains("• wrote a.txt"), "{s}");
+    assert!(s.contains("Thinking about it slowly"), "{s}");
+    capture(&mut screens, "a resumed session shows its transcript", &s);
+    save(&screens);
+}
