@@ -144,11 +144,13 @@ mod tests {
         let bold = &lines[1].spans[3];
         assert_eq!(bold.content, "two");
         assert!(bold.style.add_modifier.contains(Modifier::BOLD));
-        assert!(lines[2].spans[3]
-            .style
-            .add_modifier
-            .contains(Modifier::ITALIC));
-        assert_eq!(lines[2].spans[1].style.fg, Some(Color::Cyan));
+        let (code, em) = (&lines[2].spans[2], &lines[2].spans[4]);
+        assert_eq!(
+            (code.content.as_ref(), code.style.fg),
+            ("x", Some(Color::Cyan))
+        );
+        assert_eq!(em.content, "y");
+        assert!(em.style.add_modifier.contains(Modifier::ITALIC));
     }
 
     #[test]

@@ -354,3 +354,6 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
