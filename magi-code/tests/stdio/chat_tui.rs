@@ -170,15 +170,17 @@ fn use_script(home: &Path, script: &str) {
     std::fs::write(home.join("settings.json"), settings.to_string()).unwrap();
 }
 
-/// Screens captured for people to look at: written where `MC_TUI_SCREENS` points, if set.
+/// Screens captured for people to look at: written into the folder `MC_TUI_SCREENS` names,
+/// if set.
 fn capture(screens: &mut Vec<(String, String)>, title: &str, screen: &str) {
     screens.push((title.to_owned(), screen.to_owned()));
 }
 
-fn save(screens: &[(String, String)]) {
-    let Some(path) = std::env::var_os("MC_TUI_SCREENS") else {
+fn save(name: &str, screens: &[(String, String)]) {
+    let Some(dir) = std::env::var_os("MC_TUI_SCREENS") else {
         return;
     };
+    let path = Path::new(&dir).join(format!("{name}.txt"));
     let mut text = String::new();
     for (title, s) in screens {
         text.push_str(&format!("=== {title} ({COLS}x{ROWS}) ===\n{s}\n\n"));
@@ -264,5 +266,69 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     assert!(s.contains("• wrote a.txt"), "{s}");
     assert!(s.contains("Thinking about it slowly"), "{s}");
     capture(&mut screens, "a resumed session shows its transcript", &s);
-    save(&screens);
+    save("turns", &screens);
+}
+
+#[test]
+fn the_editor_takes_cursor_keys_a_paste_as_one_prompt_and_switches_models() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(&script, r#"{"turns":[{"steps":[{"text":"scripted"}]}]}"#).unwrap();
+    let settings = serde_json::json!({"providers": {
+        "catalog": {"enabled": ["scripted/echo", "scripted/script"]},
+        "scripted": {"script": script}}});
+    std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+    let mut screens = Vec::new();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    let s = tty.wait_for("/help for commands");
+    assert!(s.contains(" echo · effort default"), "{s}");
+    let first = s.split_whitespace().nth(1).unwrap().to_owned();
+
+    // Left arrow, then a character inserted before the cursor (the echo model replies with
+    // the prompt).
+    tty.keys("helo\x1b[Dl\r");
+    let s = tty.wait_for("done in");
+    assert!(s.lines().any(|l| l.trim_end() == "hello"), "{s}");
+
+    // A bracketed paste of two lines and a third after Alt-Enter: one prompt, one turn.
+    tty.keys("\x1b[200~first line\nsecond line\x1b[201~\x1b\rthird\r");
+    let s = tty.wait("a second turn", |s| s.matches("done in").count() == 2);
+    let s: Vec<&str> = s.lines().map(str::trim_end).collect();
+    let s = s.join("\n");
+    assert!(s.contains("› first line\n  second line\n  third"), "{s}");
+    assert!(
+        s.contains("first line\nsecond line\nthird\n─ done in"),
+        "{s}"
+    );
+    capture(&mut screens, "a pasted multi-line prompt", &s);
+
+    tty.keys("/model\r");
+    let s = tty.wait_for("scripted/script");
+    assert!(s.contains("scripted/echo"), "{s}");
+    tty.keys("/model script\r");
+    let s = tty.wait("the switch", |s| {
+        s.contains("now script") && s.contains(" script · effort")
+    });
+    capture(&mut screens, "/model lists the catalog and switches", &s);
+    tty.keys("/effort\r");
+    tty.wait_for("efforts of script: default");
+    tty.keys("/effort high\r");
+    tty.wait_for("[selection refused: effort_unsupported]");
+
+    tty.keys("/new\r");
+    let s = tty.wait("a new session", |s| {
+        let other = s
+            .split("session ")
+            .skip(1)
+            .filter_map(|w| w.split_once(" (reopen"))
+            .any(|(id, _)| id != first);
+        // A selection belongs to its session: the new one has the default model.
+        other && s.contains(" echo · effort default · untitled · /help for commands")
+    });
+    capture(&mut screens, "/new", &s);
+    // Ctrl-C at an empty prompt leaves.
+    tty.keys("\x03");
+    assert_eq!(tty.exit(), 0);
+    save("editor", &screens);
 }

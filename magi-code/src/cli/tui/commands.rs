@@ -225,10 +225,13 @@ impl Commands {
             for c in &choices {
                 let current = app.info.model.as_deref() == Some(c.model.as_str());
                 let mark = if current { "  (current)" } else { "" };
-                let name = c.model_name.as_deref().unwrap_or("");
+                let name = c
+                    .model_name
+                    .as_deref()
+                    .map_or_else(String::new, |n| format!("  {n}"));
                 let efforts: Vec<String> = c.permitted_efforts.iter().map(word).collect();
                 app.say(&format!(
-                    "{}/{}  {name}  {}  efforts: {}{mark}",
+                    "{}/{}{name}  {}  efforts: {}{mark}",
                     c.provider,
                     c.model,
                     word(&c.availability),

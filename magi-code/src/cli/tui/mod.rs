@@ -18,7 +18,10 @@ use crate::wire::requests::{ApprovalAnswerParams, TurnCancelParams};
 use crate::wire::Call;
 use app::{Action, ChatApp};
 use commands::Commands;
-use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent};
+use crossterm::event::{
+    self, DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyCode, KeyEvent,
+    KeyModifiers,
+};
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
 use ratatui::backend::CrosstermBackend;
 use ratatui::text::{Line, Span};
@@ -103,6 +106,8 @@ pub fn run(client: Client, session: Option<&str>) -> i32 {
                 hook(info);
             }));
             let guard = Restore;
+            // Without it a stray SIGINT would end the chat with the terminal still raw.
+            crate::cli::interrupt::install();
             let code = Loop::new(&mut term, &mut app, &mut cmds).run();
             let _ = term.draw(|f| f.set_cursor_position(f.area().as_position()));
             drop(guard);
@@ -235,6 +240,11 @@ impl<'a> Loop<'a> {
                 Err(RecvTimeoutError::Disconnected) => return 1,
             }
             events.extend(input.try_iter());
+            // A SIGINT from outside (raw mode makes Ctrl-C a key) means Ctrl-C too.
+            if crate::cli::interrupt::take() {
+                let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+                events.push((TermEvent::Key(ctrl_c), Instant::now()));
+            }
             for (e, at) in events {
                 let action = match e {
                     TermEvent::Key(k) => self.app.on_key(k, at),
