@@ -258,7 +258,7 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     tty.keys("/quit\r");
     assert_eq!(tty.exit(), 0);
 
-    let tty = Tty::spawn(home.path(), cwd.path(), &["--session", &sid]);
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &["--session", &sid]);
     let s = tty.wait(&sid, |s| {
         s.contains("/help for commands") && s.contains("go slowly")
     });
@@ -266,6 +266,11 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     assert!(s.contains("• wrote a.txt"), "{s}");
     assert!(s.contains("Thinking about it slowly"), "{s}");
     capture(&mut screens, "a resumed session shows its transcript", &s);
+    // Up brings back the session's last prompt.
+    tty.keys("\x1b[A");
+    tty.wait("the last prompt in the editor", |s| {
+        s.lines().any(|l| l.trim_end() == "› go slowly") && s.matches("› go slowly").count() == 2
+    });
     save("turns", &screens);
 }
 

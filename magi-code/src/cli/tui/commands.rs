@@ -12,7 +12,7 @@ use crate::wire::requests::{
     SessionOpenParams, SnapshotPageParams,
 };
 use crate::wire::results::{
-    Choice, HistoryPageResult, ModelCatalogResult, SelectionSetResult, SessionEntry,
+    Choice, EntryKind, HistoryPageResult, ModelCatalogResult, SelectionSetResult, SessionEntry,
     SessionListResult, SessionResult, Status,
 };
 use crate::wire::Call;
@@ -94,6 +94,13 @@ impl Commands {
                 Some(c) if !page.complete => cursor = Some(c),
                 _ => break,
             }
+        }
+        // Up walks the session's earlier prompts too.
+        let prompts = entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::User && e.part == 0);
+        for e in prompts {
+            app.editor.remember(&e.text);
         }
         if !entries.is_empty() {
             app.print(transcript::lines(&entries));

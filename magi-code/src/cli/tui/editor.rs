@@ -137,10 +137,15 @@ impl Editor {
         let s = self.text();
         self.set("");
         self.walk = None;
-        if !s.trim().is_empty() && self.history.last() != Some(&s) {
-            self.history.push(s.clone());
-        }
+        self.remember(&s);
         s
+    }
+
+    /// Adds a prompt to the history (a reopened session's earlier prompts).
+    pub fn remember(&mut self, prompt: &str) {
+        if !prompt.trim().is_empty() && self.history.last().map(String::as_str) != Some(prompt) {
+            self.history.push(prompt.to_owned());
+        }
     }
 }
 

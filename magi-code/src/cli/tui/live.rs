@@ -5,19 +5,23 @@
 use super::markdown::Markdown;
 use crate::cli::chat_view::{card_line, printable};
 use crate::client::{Turn, TurnError, Update};
-use crate::wire::events::{ActivityData, ActivityState};
+use crate::wire::events::{ActivityData, ActivityKind, ActivityState};
 use crate::wire::Event;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
+use std::collections::HashSet;
 use std::time::Instant;
+
+/// How a nested Code Mode call's summary starts (`docs/code-mode.md`).
+const NESTED: &str = "code: ";
 
 /// A tool still running: its line stays in the live area until it ends.
 #[derive(Debug)]
 pub struct Tool {
     /// The activity ID.
     pub id: String,
-    /// `name: summary`.
+    /// `name: summary`, indented for a call nested in a Code Mode cell.
     pub label: String,
 }
 
@@ -40,6 +44,12 @@ pub struct Live {
     pub running_card: Option<String>,
     /// The person denied the last approval: the next failed tool was denied.
     pub denied: bool,
+    /// The open Code Mode cell (`exec` activity), whose nested calls are indented.
+    exec: Option<String>,
+    /// Every `exec` of the turn (their generic card repeats the final line) and the nested
+    /// calls (their cards are indented too).
+    execs: HashSet<String>,
+    nested: HashSet<String>,
 }
 
 /// How dimmed text looks (reasoning, notes, tool lines).
@@ -49,9 +59,11 @@ pub fn dim() -> Style {
 
 /// A tool line: glyph, name and summary.
 pub fn tool_line(glyph: &str, colour: Color, label: &str) -> Line<'static> {
+    let text = label.trim_start();
     Line::from(vec![
+        Span::raw(" ".repeat(label.len() - text.len())),
         Span::styled(format!("{glyph} "), Style::new().fg(colour)),
-        Span::styled(printable(label), dim()),
+        Span::styled(printable(text), dim()),
     ])
 }
 
@@ -79,6 +91,9 @@ impl Live {
             tools: Vec::new(),
             running_card: None,
             denied: false,
+            exec: None,
+            execs: HashSet::new(),
+            nested: HashSet::new(),
         }
     }
 
@@ -135,10 +150,18 @@ impl Live {
             }
             _ => match e {
                 Event::Activity(a) => self.activity(a, out),
+                Event::ToolCard(c) if self.execs.contains(&c.activity_id) => {}
                 Event::ToolCard(c) => {
                     let card = serde_json::to_value(&c.card).unwrap_or_default();
+                    let indent = if self.nested.contains(&c.activity_id) {
+                        "  "
+                    } else {
+                        ""
+                    };
                     match card_line(&card) {
-                        Some(line) => out.push(Line::styled(printable(&line), dim())),
+                        Some(line) => {
+                            out.push(Line::styled(format!("{indent}{}", printable(&line)), dim()))
+                        }
                         None => self.running_card = card_preview(&card),
                     }
                 }
@@ -154,11 +177,28 @@ impl Live {
     }
 
     fn activity(&mut self, a: &ActivityData, out: &mut Vec<Line<'static>>) {
-        let label = if a.summary.starts_with(&a.name) {
-            a.summary.clone()
-        } else {
-            format!("{}: {}", a.name, a.summary)
+        let id = &a.activity_id;
+        let in_cell = self.exec.is_some() && a.summary.starts_with(NESTED);
+        if in_cell && a.kind != ActivityKind::Compaction {
+            self.nested.insert(id.clone());
+        }
+        let summary = match self.nested.contains(id) {
+            true => format!("  {}", &a.summary[NESTED.len()..]),
+            false => a.summary.clone(),
         };
+        let label = if summary.trim_start().starts_with(&a.name) {
+            summary
+        } else {
+            format!("{}: {summary}", a.name)
+        };
+        if a.kind == ActivityKind::Tool && a.name == "exec" {
+            self.execs.insert(id.clone());
+            match a.state {
+                ActivityState::Started => self.exec = Some(id.clone()),
+                _ if self.exec.as_ref() == Some(id) => self.exec = None,
+                _ => {}
+            }
+        }
         if a.state == ActivityState::Started {
             self.tools.push(Tool {
                 id: a.activity_id.clone(),

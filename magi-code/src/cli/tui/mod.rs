@@ -24,7 +24,7 @@ use crossterm::event::{
 };
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
 use ratatui::backend::CrosstermBackend;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::{Terminal, TerminalOptions, Viewport};
 use std::io::{self, Stdout};
@@ -167,30 +167,6 @@ fn read_input(stop: Arc<AtomicBool>) -> io::Result<Receiver<(TermEvent, Instant)
             }
         })?;
     Ok(rx)
-}
-
-/// Splits `line` into rows of at most `width` columns (the scrollback gets exact heights).
-fn wrap(line: Line<'static>, width: u16) -> Vec<Line<'static>> {
-    let width = usize::from(width.max(1));
-    if line.width() <= width {
-        return vec![line];
-    }
-    let mut rows = vec![Line::default().style(line.style)];
-    let mut used = 0;
-    for span in line.spans {
-        for c in span.content.chars() {
-            let w = Span::raw(c.to_string()).width();
-            if used + w > width {
-                rows.push(Line::default().style(line.style));
-                used = 0;
-            }
-            if let Some(row) = rows.last_mut() {
-                row.spans.push(Span::styled(c.to_string(), span.style));
-            }
-            used += w;
-        }
-    }
-    rows
 }
 
 /// The loop: keys and server events into the app, its actions out, its lines into the
@@ -354,7 +330,10 @@ impl<'a> Loop<'a> {
             return Ok(());
         }
         let width = self.term.size()?.width;
-        let rows: Vec<Line<'static>> = lines.into_iter().flat_map(|l| wrap(l, width)).collect();
+        let rows: Vec<Line<'static>> = lines
+            .into_iter()
+            .flat_map(|l| render::wrap(l, width))
+            .collect();
         for chunk in rows.chunks(64) {
             let h = chunk.len() as u16;
             self.term.insert_before(h, |buf| {

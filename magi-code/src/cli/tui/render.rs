@@ -25,7 +25,11 @@ impl ChatApp {
         let dialog = self.dialog_lines(now);
         let note = self.note.iter().count();
         let fixed = editor.len() + dialog.as_ref().map_or(0, |d| d.len() + 2) + note + 1;
-        let turn = self.turn_lines(now);
+        let turn: Vec<Line<'static>> = self
+            .turn_lines(now)
+            .into_iter()
+            .flat_map(|l| wrap(l, area.width))
+            .collect();
         let room = usize::from(area.height).saturating_sub(fixed);
         let turn = &turn[turn.len().saturating_sub(room)..];
         let mut y = area.y;
@@ -156,6 +160,31 @@ impl ChatApp {
         }
         Line::raw(format!(" {}", parts.join(" · ")))
     }
+}
+
+/// Splits `line` into rows of at most `width` columns (the scrollback needs exact heights,
+/// and the live area counts its rows).
+pub fn wrap(line: Line<'static>, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width.max(1));
+    if line.width() <= width {
+        return vec![line];
+    }
+    let mut rows = vec![Line::default().style(line.style)];
+    let mut used = 0;
+    for span in line.spans {
+        for c in span.content.chars() {
+            let w = Span::raw(c.to_string()).width();
+            if used + w > width {
+                rows.push(Line::default().style(line.style));
+                used = 0;
+            }
+            if let Some(row) = rows.last_mut() {
+                row.spans.push(Span::styled(c.to_string(), span.style));
+            }
+            used += w;
+        }
+    }
+    rows
 }
 
 /// The running glyph `took` into a turn.

@@ -163,6 +163,56 @@ fn a_tool_is_one_line_with_a_glyph_and_its_card() {
 }
 
 #[test]
+fn a_code_mode_cell_indents_its_nested_calls() {
+    let t0 = Instant::now();
+    let mut app = running(t0);
+    app.take_lines();
+    let act = |id: &str, state: &str, name: &str, summary: &str| {
+        let data = json!({"activity_id": id, "kind": "tool", "state": state, "name": name,
+            "summary": summary});
+        event("activity", data)
+    };
+    app.on_event(&act("x", "started", "exec", "exec: 3 lines"), t0);
+    app.on_event(
+        &act("n", "started", "read_file", "code: read_file f.txt"),
+        t0,
+    );
+    assert_eq!(
+        rows(&draw(&app))[..2],
+        ["⠋ exec: 3 lines", "  ⠋ read_file f.txt"]
+    );
+    app.on_event(
+        &act(
+            "n",
+            "completed",
+            "read_file",
+            "code: read_file f.txt: 2 lines",
+        ),
+        t0,
+    );
+    let read = json!({"kind": "file_read", "title": "f.txt", "status": "completed",
+        "path": "f.txt", "lines": 2});
+    app.on_event(
+        &event("tool.card", json!({"activity_id": "n", "card": read})),
+        t0,
+    );
+    app.on_event(&act("x", "completed", "exec", "exec: 3 lines"), t0);
+    let generic = json!({"kind": "generic", "title": "exec", "status": "completed"});
+    app.on_event(
+        &event("tool.card", json!({"activity_id": "x", "card": generic})),
+        t0,
+    );
+    assert_eq!(
+        text(&app.take_lines()),
+        [
+            "  ✓ read_file f.txt: 2 lines",
+            "    f.txt: 2 lines",
+            "✓ exec: 3 lines"
+        ]
+    );
+}
+
+#[test]
 fn the_approval_dialog_counts_down_and_ignores_earlier_keys() {
     let t0 = Instant::now();
     let mut app = running(t0);
