@@ -161,6 +161,11 @@ impl Drop for Tty {
     }
 }
 
+/// The screen without trailing blanks on its lines.
+fn trimmed(s: &str) -> String {
+    s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+}
+
 /// Settings that play `script` with the scripted provider.
 fn use_script(home: &Path, script: &str) {
     let path = home.join("script.json");
@@ -245,10 +250,13 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
         s.lines().any(|l| l.trim_end() == "›")
     });
     tty.keys("go slowly\r");
-    let s = tty.wait_for("Ctrl-C to stop");
-    tty.wait_for("Thinking about it slowly");
-    capture(&mut screens, "a reply streaming", &tty.contents());
-    assert!(s.contains("script"), "the status line names the model: {s}");
+    let s = tty.wait("the reply streaming a while", |s| {
+        s.contains("Thinking about it slowly") && !s.contains(" 0.0s ")
+    });
+    capture(&mut screens, "a reply streaming", &s);
+    let status = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(status.starts_with(" script · effort default · "), "{s}");
+    assert!(status.trim_end().ends_with("s · Ctrl-C to stop"), "{s}");
     tty.keys("\x03");
     let s = tty.wait("the prompt", |s| {
         s.contains("the turn was cancelled") && s.contains("/help for commands")
@@ -299,14 +307,24 @@ fn the_editor_takes_cursor_keys_a_paste_as_one_prompt_and_switches_models() {
     // A bracketed paste of two lines and a third after Alt-Enter: one prompt, one turn.
     tty.keys("\x1b[200~first line\nsecond line\x1b[201~\x1b\rthird\r");
     let s = tty.wait("a second turn", |s| s.matches("done in").count() == 2);
-    let s: Vec<&str> = s.lines().map(str::trim_end).collect();
-    let s = s.join("\n");
+    let s = trimmed(&s);
     assert!(s.contains("› first line\n  second line\n  third"), "{s}");
     assert!(
         s.contains("first line\nsecond line\nthird\n─ done in"),
         "{s}"
     );
     capture(&mut screens, "a pasted multi-line prompt", &s);
+
+    // The echo model replies with the prompt: a Markdown prompt shows the rendering.
+    tty.keys("\x1b[200~## Plan\n1. run **all** tests\n- fix `a.rs`\n```sh\ncargo test -q\n```\x1b[201~\r");
+    let s = tty.wait("a third turn", |s| {
+        trimmed(s).contains("cargo test -q\n```\n─ done in") && s.contains("/help for commands")
+    });
+    assert!(trimmed(&s).contains("\nPlan\n"), "{s}");
+    assert!(s.contains("1. run all tests"), "{s}");
+    assert!(s.contains("• fix a.rs"), "{s}");
+    assert!(s.contains("```sh"), "a code block is kept verbatim: {s}");
+    capture(&mut screens, "a Markdown reply", &s);
 
     tty.keys("/model\r");
     let s = tty.wait_for("scripted/script");

@@ -199,6 +199,8 @@ impl Live {
                 _ => {}
             }
         }
+        // What the reply said before the tool is complete: it goes above the tool line.
+        self.flush(out);
         if a.state == ActivityState::Started {
             self.tools.push(Tool {
                 id: a.activity_id.clone(),
@@ -206,7 +208,6 @@ impl Live {
             });
             return;
         }
-        self.flush(out);
         self.tools.retain(|t| t.id != a.activity_id);
         self.running_card = None;
         let line = match a.state {
