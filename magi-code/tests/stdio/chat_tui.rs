@@ -132,6 +132,19 @@ impl Tty {
         self.wait(text, |s| s.contains(text))
     }
 
+    /// Whether the first character of `text` on the screen is dimmed.
+    fn dimmed(&self, text: &str) -> bool {
+        let p = self.screen.lock().unwrap();
+        let screen = p.screen();
+        let rows: Vec<String> = screen.rows(0, COLS).collect();
+        let Some((row, line)) = rows.iter().enumerate().find(|(_, l)| l.contains(text)) else {
+            return false;
+        };
+        let col = line[..line.find(text).unwrap()].chars().count();
+        let cell = screen.cell(row as u16, col as u16).unwrap();
+        cell.dim()
+    }
+
     fn keys(&mut self, bytes: &str) {
         self.master.write_all(bytes.as_bytes()).unwrap();
         self.master.flush().unwrap();
@@ -200,7 +213,8 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     use_script(
         home.path(),
         r#"{"turns":[
-            {"steps":[{"text":"I will **write** the file:\n"},{"sleep_ms":1500},
+            {"steps":[{"reasoning_summary":"Checking where to write."},
+                      {"text":"I will **write** the file:\n"},{"sleep_ms":1500},
                       {"tool":{"name":"write_file","input":{"path":"a.txt","content":"x"}}},
                       {"text":"Done:\n- wrote `a.txt`\n"}]},
             {"steps":[{"text":"Thinking about it slowly"},{"sleep_ms":30000},{"text":" never"}]}]}"#,
@@ -274,6 +288,10 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     assert!(s.contains("• wrote a.txt"), "{s}");
     assert!(s.contains("Thinking about it slowly"), "{s}");
     capture(&mut screens, "a resumed session shows its transcript", &s);
+    assert!(
+        tty.dimmed("Checking where to write."),
+        "a reasoning summary is dimmed: {s}"
+    );
     // Up brings back the session's last prompt.
     tty.keys("\x1b[A");
     tty.wait("the last prompt in the editor", |s| {
@@ -354,4 +372,18 @@ fn the_editor_takes_cursor_keys_a_paste_as_one_prompt_and_switches_models() {
     tty.keys("\x03");
     assert_eq!(tty.exit(), 0);
     save("editor", &screens);
+}
+
+#[test]
+fn a_failed_startup_on_a_terminal_names_the_cause_and_exits_1() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("settings.json"), r#"{"tols": {}}"#).unwrap();
+    let tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    let s = tty.wait_for("unknown key \"tols\"");
+    assert!(
+        s.contains("initialization failed: configuration_invalid"),
+        "{s}"
+    );
+    assert_eq!(tty.exit(), 1);
 }

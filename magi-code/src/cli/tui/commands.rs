@@ -17,6 +17,7 @@ use crate::wire::results::{
 };
 use crate::wire::Call;
 use ratatui::text::{Line, Span};
+use std::sync::mpsc::Receiver;
 
 /// Most pages read for one listing, catalog or transcript (each is bounded by the server).
 const PAGES: usize = 64;
@@ -34,15 +35,18 @@ pub struct Commands {
     selection: Option<String>,
     /// The selected provider (for `/effort`).
     provider: Option<String>,
+    /// The child's stderr lines, when piped.
+    pub errs: Option<Receiver<String>>,
 }
 
 impl Commands {
     /// Commands over `client`.
-    pub fn new(client: Client) -> Self {
+    pub fn new(client: Client, errs: Option<Receiver<String>>) -> Self {
         Self {
             client,
             selection: None,
             provider: None,
+            errs,
         }
     }
 

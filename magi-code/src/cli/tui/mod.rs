@@ -27,7 +27,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::{Terminal, TerminalOptions, Viewport};
-use std::io::{self, Stdout};
+use std::io::{self, BufRead, PipeReader, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -37,6 +37,8 @@ use std::time::{Duration, Instant};
 const LIVE_ROWS: u16 = 12;
 /// How long one wait for a server event or a key lasts.
 const TICK: Duration = Duration::from_millis(25);
+/// How long the child's last stderr lines are waited for after it exited.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
 /// How long after a turn the title is looked for again.
 const TITLE_WAIT: Duration = Duration::from_millis(1500);
 /// How long the server gets to answer `shutdown` and exit before it is killed.
@@ -75,9 +77,10 @@ impl Drop for Restore {
 }
 
 /// Runs the terminal chat over `client` (spawned, not initialized), attaching `session` or
-/// a new one; the exit code.
-pub fn run(client: Client, session: Option<&str>) -> i32 {
-    let mut cmds = Commands::new(client);
+/// a new one; `server_err` is the child's stderr, if piped. The exit code.
+pub fn run(client: Client, session: Option<&str>, server_err: Option<PipeReader>) -> i32 {
+    let errs = server_err.and_then(|r| read_stderr(r).ok());
+    let mut cmds = Commands::new(client, errs);
     match cmds.client.initialize(&CAPS) {
         Ok(_) => {}
         Err(ClientError::Rejected(e)) => {
@@ -124,6 +127,14 @@ pub fn run(client: Client, session: Option<&str>) -> i32 {
 
 fn finish(mut cmds: Commands, code: i32) -> i32 {
     let exit = cmds.client.shutdown(SHUTDOWN_WAIT);
+    // The child is gone: what it wrote last (a startup failure's cause) goes to stderr.
+    // Bounded: a helper the child started may hold the pipe open a little longer.
+    if let Some(errs) = &cmds.errs {
+        let end = Instant::now() + STDERR_WAIT;
+        while let Ok(line) = errs.recv_timeout(end.saturating_duration_since(Instant::now())) {
+            eprintln!("{line}");
+        }
+    }
     if code != 0 {
         code
     } else {
@@ -141,6 +152,22 @@ fn terminal() -> io::Result<Term> {
         viewport: Viewport::Inline(rows),
     };
     Terminal::with_options(CrosstermBackend::new(io::stdout()), options)
+}
+
+/// The server's stderr lines, from a thread of their own.
+fn read_stderr(r: PipeReader) -> io::Result<Receiver<String>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("chat-server-stderr".to_owned())
+        .spawn(move || {
+            for line in io::BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        })?;
+    Ok(rx)
 }
 
 /// Terminal input from a thread of its own, each stamped with when it was read.
@@ -236,6 +263,13 @@ impl<'a> Loop<'a> {
             }
             if let Err(code) = self.server() {
                 return code;
+            }
+            if let Some(errs) = &self.cmds.errs {
+                let lines: Vec<Line<'static>> = errs
+                    .try_iter()
+                    .map(|l| Line::styled(crate::cli::chat_view::printable(&l), live::dim()))
+                    .collect();
+                self.app.print(lines);
             }
             let now = Instant::now();
             self.app.on_tick(now);
