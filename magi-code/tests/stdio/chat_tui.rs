@@ -285,6 +285,10 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
         s.contains("/help for commands") && s.contains("go slowly")
     });
     assert!(s.contains("› write it"), "{s}");
+    assert!(
+        s.contains("✓ write_file a.txt (1 bytes): wrote 1 bytes"),
+        "{s}"
+    );
     assert!(s.contains("• wrote a.txt"), "{s}");
     assert!(s.contains("Thinking about it slowly"), "{s}");
     capture(&mut screens, "a resumed session shows its transcript", &s);

@@ -307,12 +307,16 @@ fn a_transcript_shows_prompts_replies_and_dimmed_reasoning() {
     let entries = [
         entry("u1", "user", "why?"),
         entry("r1", "reasoning_summary", "Checking the logs first."),
+        entry("t1", "activity", "shell: failed — shell ls: exit 2"),
         entry("a1", "assistant", "Because **tests**."),
     ];
     let lines = transcript::lines(&entries);
-    assert_eq!(
-        text(&lines),
-        ["› why?", "  Checking the logs first.", "Because tests."]
-    );
+    let shown = [
+        "› why?",
+        "  Checking the logs first.",
+        "✗ shell ls: exit 2",
+        "Because tests.",
+    ];
+    assert_eq!(text(&lines), shown);
     assert!(lines[1].style.add_modifier.contains(Modifier::DIM));
 }

@@ -48,12 +48,14 @@ fn entry(e: &HistoryEntry, text: &str, out: &mut Vec<Line<'static>>) {
             );
         }
         EntryKind::Activity => {
-            let glyph = if e.partial {
-                ("…", Color::Cyan)
-            } else {
-                ("•", Color::Green)
+            // The projection's text is `name: state — summary`; the glyph says the state.
+            let (glyph, shown) = match text.split_once(" — ") {
+                Some((head, rest)) if head.ends_with(": completed") => (("✓", Color::Green), rest),
+                Some((head, rest)) if head.ends_with(": failed") => (("✗", Color::Red), rest),
+                _ if e.partial => (("…", Color::Cyan), text),
+                _ => (("•", Color::Green), text),
             };
-            out.push(tool_line(glyph.0, glyph.1, text));
+            out.push(tool_line(glyph.0, glyph.1, shown));
         }
         EntryKind::ToolCard => {
             let card = serde_json::to_value(&e.card).unwrap_or_default();
