@@ -76,13 +76,18 @@ fn pump(mut from: File, mut to: File, screen: Arc<Mutex<vt100::Parser>>) {
 
 impl Tty {
     fn spawn(home: &Path, cwd: &Path, args: &[&str]) -> Self {
+        Self::spawn_with(home, cwd, args, "")
+    }
+
+    /// A chat with `NO_COLOR` set to `no_color`.
+    fn spawn_with(home: &Path, cwd: &Path, args: &[&str], no_color: &str) -> Self {
         let (master, slave) = openpty();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_magi-code"));
         cmd.arg("chat")
             .args(args)
             .env("MC_HOME", home)
             .env("TERM", "xterm-256color")
-            .env_remove("NO_COLOR")
+            .env("NO_COLOR", no_color)
             .current_dir(cwd)
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -132,17 +137,19 @@ impl Tty {
         self.wait(text, |s| s.contains(text))
     }
 
-    /// Whether the first character of `text` on the screen is dimmed.
-    fn dimmed(&self, text: &str) -> bool {
+    /// `look` at the cell of the first character of `text` on the screen, if shown.
+    fn cell<T>(&self, text: &str, look: impl Fn(&vt100::Cell) -> T) -> Option<T> {
         let p = self.screen.lock().unwrap();
         let screen = p.screen();
         let rows: Vec<String> = screen.rows(0, COLS).collect();
-        let Some((row, line)) = rows.iter().enumerate().find(|(_, l)| l.contains(text)) else {
-            return false;
-        };
-        let col = line[..line.find(text).unwrap()].chars().count();
-        let cell = screen.cell(row as u16, col as u16).unwrap();
-        cell.dim()
+        let (row, line) = rows.iter().enumerate().find(|(_, l)| l.contains(text))?;
+        let col = line[..line.find(text)?].chars().count();
+        screen.cell(row as u16, col as u16).map(look)
+    }
+
+    /// Whether the first character of `text` on the screen is dimmed.
+    fn dimmed(&self, text: &str) -> bool {
+        self.cell(text, vt100::Cell::dim).unwrap_or(false)
     }
 
     fn keys(&mut self, bytes: &str) {
@@ -390,4 +397,27 @@ fn a_failed_startup_on_a_terminal_names_the_cause_and_exits_1() {
         "{s}"
     );
     assert_eq!(tty.exit(), 1);
+}
+
+#[test]
+fn no_color_keeps_the_styles_but_not_the_colours() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    for (no_color, coloured) in [("", true), ("1", false)] {
+        let mut tty = Tty::spawn_with(home.path(), cwd.path(), &[], no_color);
+        tty.wait_for("/help for commands");
+        tty.keys("say it\r");
+        tty.wait_for("done in");
+        let fg = tty.cell("› say it", vt100::Cell::fgcolor).unwrap();
+        assert_eq!(
+            fg != vt100::Color::Default,
+            coloured,
+            "NO_COLOR={no_color:?}"
+        );
+        // The first "say it" is the prompt's: bold, either way; the turn's end stays dim.
+        assert_eq!(tty.cell("say it", vt100::Cell::bold), Some(true));
+        assert!(tty.dimmed("─ done in"));
+        tty.keys("\x04");
+        assert_eq!(tty.exit(), 0);
+    }
 }

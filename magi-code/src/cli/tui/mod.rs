@@ -24,6 +24,8 @@ use crossterm::event::{
 };
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
 use ratatui::backend::CrosstermBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -196,6 +198,15 @@ fn read_input(stop: Arc<AtomicBool>) -> io::Result<Receiver<(TermEvent, Instant)
     Ok(rx)
 }
 
+/// Takes the colours off `buf` unless `color`.
+fn uncolor(buf: &mut Buffer, color: bool) {
+    if !color {
+        for cell in &mut buf.content {
+            cell.set_fg(Color::Reset).set_bg(Color::Reset);
+        }
+    }
+}
+
 /// The loop: keys and server events into the app, its actions out, its lines into the
 /// scrollback, a frame per pass.
 struct Loop<'a> {
@@ -204,6 +215,8 @@ struct Loop<'a> {
     cmds: &'a mut Commands,
     /// When to look for the title again: it is made after the first turn ends.
     title_at: Option<Instant>,
+    /// Colours are on (`NO_COLOR` unset or empty); dim, bold and reverse stay either way.
+    color: bool,
 }
 
 impl<'a> Loop<'a> {
@@ -213,6 +226,7 @@ impl<'a> Loop<'a> {
             app,
             cmds,
             title_at: None,
+            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         }
     }
 
@@ -229,7 +243,15 @@ impl<'a> Loop<'a> {
 
     fn passes(&mut self, input: &Receiver<(TermEvent, Instant)>) -> i32 {
         loop {
-            if self.flush_lines().is_err() || self.term.draw(|f| self.app.render(f)).is_err() {
+            if self.flush_lines().is_err() {
+                return 1;
+            }
+            let color = self.color;
+            let drawn = self.term.draw(|f| {
+                self.app.render(f);
+                uncolor(f.buffer_mut(), color);
+            });
+            if drawn.is_err() {
                 return 1;
             }
             let mut events = Vec::new();
@@ -370,8 +392,10 @@ impl<'a> Loop<'a> {
             .collect();
         for chunk in rows.chunks(64) {
             let h = chunk.len() as u16;
+            let color = self.color;
             self.term.insert_before(h, |buf| {
-                Paragraph::new(chunk.to_vec()).render(buf.area, buf)
+                Paragraph::new(chunk.to_vec()).render(buf.area, buf);
+                uncolor(buf, color);
             })?;
         }
         Ok(())
