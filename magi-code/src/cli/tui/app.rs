@@ -56,7 +56,7 @@ pub const HELP: &str = "\
 /model [ID]    list the catalog's models, or switch to one
 /effort [LVL]  list the model's effort levels, or switch to one
 /quit          leave (Ctrl-D at an empty prompt too)
-Enter sends; Alt-Enter, Shift-Enter or Ctrl-J adds a line; Up/Down walk the history
+Enter sends; Alt-Enter or Ctrl-J adds a line; Up/Down walk the history
 Ctrl-C stops the running turn; at an empty prompt, or pressed twice, it leaves";
 
 /// The chat: editor, running turn, dialog, status and the lines bound for the scrollback.
@@ -89,10 +89,11 @@ impl ChatApp {
         self.out.extend(lines);
     }
 
-    /// Queues a plain text (each of its lines) for the scrollback.
+    /// Queues a plain text (each of its lines; an empty text is one empty line) for the
+    /// scrollback.
     pub fn say(&mut self, text: &str) {
         let lines: Vec<Line<'static>> = printable(text)
-            .lines()
+            .split('\n')
             .map(|l| Line::raw(l.to_owned()))
             .collect();
         self.out.extend(lines);

@@ -146,6 +146,29 @@ fn a_streaming_reply_renders_markdown_line_by_line() {
 }
 
 #[test]
+fn a_reconciled_reply_completes_the_streamed_one_or_replaces_it() {
+    let t0 = Instant::now();
+    let mut app = running(t0);
+    app.take_lines();
+    let reconcile = |text: &str| {
+        let data = json!({"message_id": "m1", "part": 0, "text": text, "last_part": true,
+            "partial": false});
+        event("message.reconcile", data)
+    };
+    app.on_event(&delta(0, "Hello\nwor"), t0);
+    app.on_event(&reconcile("Hello\nworld."), t0);
+    assert_eq!(text(&app.take_lines()), ["Hello", "world."]);
+    let mut app = running(t0);
+    app.take_lines();
+    app.on_event(&delta(0, "Helo\n"), t0);
+    app.on_event(&reconcile("Hello\n"), t0);
+    assert_eq!(
+        text(&app.take_lines()),
+        ["Helo", "(the reply, as recorded:)", "Hello"]
+    );
+}
+
+#[test]
 fn a_tool_is_one_line_with_a_glyph_and_its_card() {
     let t0 = Instant::now();
     let mut app = running(t0);
