@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -155,6 +155,25 @@ impl Tty {
     fn keys(&mut self, bytes: &str) {
         self.master.write_all(bytes.as_bytes()).unwrap();
         self.master.flush().unwrap();
+    }
+
+    /// Resizes the terminal (the kernel sends SIGWINCH to the chat).
+    fn resize(&mut self, rows: u16, cols: u16) {
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows, cols);
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one winsize from a live local.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        assert_eq!(rc, 0, "TIOCSWINSZ");
     }
 
     /// Waits for the child's exit; its code.
@@ -420,4 +439,20 @@ fn no_color_keeps_the_styles_but_not_the_colours() {
         tty.keys("\x04");
         assert_eq!(tty.exit(), 0);
     }
+}
+
+#[test]
+fn a_resized_terminal_keeps_the_chat_going() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    tty.wait_for("/help for commands");
+    tty.resize(20, 60);
+    tty.keys("still here\r");
+    let s = tty.wait("a reply after the resize", |s| {
+        s.contains("done in") && s.contains("/help for commands")
+    });
+    assert!(s.lines().all(|l| l.chars().count() <= 60), "{s}");
+    tty.keys("\x04");
+    assert_eq!(tty.exit(), 0);
 }
