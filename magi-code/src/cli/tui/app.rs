@@ -6,6 +6,7 @@ use super::dialog::{Answer, Dialog};
 use super::editor::Editor;
 use super::live::{dim, Live};
 use crate::cli::chat_view::{printable, word};
+use crate::client::turn::run_of;
 use crate::wire::Event;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
@@ -268,6 +269,20 @@ impl ChatApp {
     pub fn on_event(&mut self, e: &Event, now: Instant) {
         self.now = Some(now);
         let Some(live) = &mut self.live else { return };
+        if live.apply(e, &mut self.out).is_err() {
+            // The turn cannot be trusted any more: the prompt comes back.
+            let broke = Line::styled(
+                "[the server broke the protocol]",
+                Style::new().fg(Color::Red),
+            );
+            self.out.push(broke);
+            self.live = None;
+            self.dialog = None;
+            return;
+        }
+        if run_of(e) != live.turn.run_id() {
+            return;
+        }
         if let Event::ApprovalRequested(a) = e {
             let card = live.running_card.take();
             let ids = (a.run_id.clone(), a.approval_id.clone());
@@ -275,13 +290,6 @@ impl ChatApp {
             let expires = Duration::from_millis(a.expires_in_ms);
             self.dialog = Some(Dialog::new(ids, summary, card, now, expires));
             return;
-        }
-        if live.apply(e, &mut self.out).is_err() {
-            let broke = Line::styled(
-                "[the server broke the protocol]",
-                Style::new().fg(Color::Red),
-            );
-            self.out.push(broke);
         }
         if let Event::RunFinished(d) = e {
             live.flush(&mut self.out);
@@ -323,7 +331,7 @@ pub fn prompt_lines(prompt: &str) -> Vec<Line<'static>> {
         .collect()
 }
 
-/// `4s`, `1m 05s`.
+/// `4.2s`, `1m 05s`.
 pub fn elapsed(d: Duration) -> String {
     let s = d.as_secs();
     if s < 60 {

@@ -4,6 +4,7 @@
 
 use super::markdown::Markdown;
 use crate::cli::chat_view::{card_line, printable};
+use crate::client::turn::run_of;
 use crate::client::{Turn, TurnError, Update};
 use crate::wire::events::{ActivityData, ActivityKind, ActivityState};
 use crate::wire::Event;
@@ -126,7 +127,11 @@ impl Live {
     /// Applies one event of the turn, committing what it completed to `out`; Err when the
     /// server broke the protocol.
     pub fn apply(&mut self, e: &Event, out: &mut Vec<Line<'static>>) -> Result<(), TurnError> {
-        match self.turn.apply(e)? {
+        let update = self.turn.apply(e)?;
+        if run_of(e) != self.turn.run_id() {
+            return Ok(());
+        }
+        match update {
             Update::Delta { message, text } => self.text(&message, &text, out),
             Update::Reconciled {
                 message,

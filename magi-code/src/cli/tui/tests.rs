@@ -308,6 +308,25 @@ fn an_unanswered_approval_expires() {
 }
 
 #[test]
+fn events_of_another_run_show_nothing() {
+    let t0 = Instant::now();
+    let mut app = running(t0);
+    app.take_lines();
+    let mut other = activity("completed");
+    if let Event::Activity(a) = &mut other {
+        a.run_id = "r0".to_owned();
+    }
+    app.on_event(&other, t0);
+    let finished = json!({"session_id": "s1", "run_id": "r0", "outcome": "completed",
+        "persistence": "durable"});
+    let finished: Event =
+        serde_json::from_value(json!({"event": "run.finished", "data": finished})).unwrap();
+    app.on_event(&finished, t0);
+    assert!(app.take_lines().is_empty());
+    assert!(app.running(), "another run's end is not this turn's");
+}
+
+#[test]
 fn ctrl_c_stops_the_turn_then_leaves() {
     let t0 = Instant::now();
     let mut app = running(t0);
