@@ -46,10 +46,13 @@ fn openpty() -> (OwnedFd, OwnedFd) {
     }
 }
 
-/// Feeds the child's output to the emulator, answering its cursor position queries as a
-/// terminal does (the inline viewport asks where it starts).
+/// The queries a terminal answers that the chat asks: the cursor position (the inline
+/// viewport asks where it starts) and the primary device attributes (asked with the keyboard
+/// protocol query, which this terminal, like many, does not answer).
+const ASKS: [&[u8]; 2] = [b"\x1b[6n", b"\x1b[c"];
+
+/// Feeds the child's output to the emulator, answering its queries as a terminal does.
 fn pump(mut from: File, mut to: File, screen: Arc<Mutex<vt100::Parser>>) {
-    const ASK: &[u8] = b"\x1b[6n";
     let mut buf = [0u8; 8192];
     let mut pending = Vec::new();
     while let Ok(n) = from.read(&mut buf) {
@@ -58,17 +61,27 @@ fn pump(mut from: File, mut to: File, screen: Arc<Mutex<vt100::Parser>>) {
         }
         pending.extend_from_slice(&buf[..n]);
         let mut p = screen.lock().unwrap();
-        while let Some(at) = pending.windows(ASK.len()).position(|w| w == ASK) {
+        loop {
+            let found = ASKS
+                .iter()
+                .filter_map(|q| Some((pending.windows(q.len()).position(|w| w == *q)?, *q)))
+                .min();
+            let Some((at, ask)) = found else { break };
             p.process(&pending[..at]);
-            let (row, col) = p.screen().cursor_position();
-            let _ = write!(to, "\x1b[{};{}R", row + 1, col + 1);
-            pending.drain(..at + ASK.len());
+            if ask == ASKS[0] {
+                let (row, col) = p.screen().cursor_position();
+                let _ = write!(to, "\x1b[{};{}R", row + 1, col + 1);
+            } else {
+                let _ = write!(to, "\x1b[?62;22c");
+            }
+            pending.drain(..at + ask.len());
         }
-        // Keep a possibly split query for the next read.
-        let keep = pending.len().min(ASK.len() - 1);
-        let cut = pending.len() - keep;
-        let tail_is_query = pending[cut..].first() == Some(&0x1b);
-        let upto = if tail_is_query { cut } else { pending.len() };
+        // Keep a possibly split query (from its ESC on) for the next read.
+        let tail = pending.len().saturating_sub(3);
+        let upto = pending[tail..]
+            .iter()
+            .position(|b| *b == 0x1b)
+            .map_or(pending.len(), |i| tail + i);
         p.process(&pending[..upto]);
         pending.drain(..upto);
     }

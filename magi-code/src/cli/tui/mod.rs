@@ -20,7 +20,8 @@ use app::{Action, ChatApp};
 use commands::Commands;
 use crossterm::event::{
     self, DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyCode, KeyEvent,
-    KeyModifiers,
+    KeyModifiers, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode};
 use ratatui::backend::CrosstermBackend;
@@ -63,8 +64,15 @@ const CAPS: [&str; 12] = [
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
 
-/// Puts the terminal back: cooked mode, no bracketed paste, the cursor shown.
+/// Keyboard enhancement flags were pushed (and must be popped on the way out).
+static ENHANCED: AtomicBool = AtomicBool::new(false);
+
+/// Puts the terminal back: cooked mode, no bracketed paste or keyboard enhancement, the
+/// cursor shown.
 fn restore() {
+    if ENHANCED.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::execute!(io::stdout(), PopKeyboardEnhancementFlags);
+    }
     let _ = disable_raw_mode();
     let _ = crossterm::execute!(io::stdout(), DisableBracketedPaste, crossterm::cursor::Show);
 }
@@ -147,6 +155,13 @@ fn finish(mut cmds: Commands, code: i32) -> i32 {
 fn terminal() -> io::Result<Term> {
     enable_raw_mode()?;
     crossterm::execute!(io::stdout(), EnableBracketedPaste)?;
+    // Where the terminal speaks the kitty keyboard protocol, Shift-Enter is told from Enter.
+    // Asked before the key reader starts: the answer is read from the same input.
+    if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+        let flags = KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
+        crossterm::execute!(io::stdout(), PushKeyboardEnhancementFlags(flags))?;
+        ENHANCED.store(true, Ordering::SeqCst);
+    }
     let rows = crossterm::terminal::size().map_or(LIVE_ROWS, |(_, h)| {
         LIVE_ROWS.min(h.saturating_sub(2)).max(4)
     });
