@@ -52,11 +52,24 @@ pub fn chat(session: Option<&str>) -> i32 {
         Err(_) => return start_failed(),
     };
     cmd.process_group(0);
+    // A person at a terminal gets the terminal UI, which shows the server's stderr in its
+    // scrollback instead of letting it write over the screen; pipes keep the line protocol.
+    let terminal = stdin_tty && tty;
+    let mut server_err = None;
+    if terminal {
+        if let Ok((r, w)) = std::io::pipe() {
+            cmd.stderr(w);
+            server_err = Some(r);
+        }
+    }
     let Ok(mut client) = Client::spawn(cmd) else {
         return start_failed();
     };
     // People take their time; the child answers or goes, and either ends the wait.
     client.set_wait(None);
+    if terminal {
+        return super::tui::run(client, session, server_err);
+    }
     let Some(lines) = read_lines() else {
         client.kill();
         return start_failed();

@@ -11,6 +11,7 @@ mod mcp_approve;
 pub mod replay;
 mod retention;
 pub mod schema;
+pub mod tui;
 
 pub use chat::chat;
 pub use demo::demo;

@@ -105,7 +105,9 @@ pub struct Turn {
     finished: Option<RunFinishedData>,
 }
 
-fn run_of(e: &Event) -> &str {
+/// The run an event belongs to (every run event names one).
+#[must_use]
+pub fn run_of(e: &Event) -> &str {
     match e {
         Event::InputPersisted(d) => &d.run_id,
         Event::MessageDelta(d) => &d.run_id,

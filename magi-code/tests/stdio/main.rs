@@ -10,6 +10,7 @@ mod agent_responses;
 mod atomic_writes;
 mod catalog;
 mod chat_cli;
+mod chat_tui;
 mod client_tools;
 mod code_mode;
 mod code_mode_nested;

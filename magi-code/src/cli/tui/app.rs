@@ -1,0 +1,342 @@
+//! The terminal chat's state, sans IO: keys, pastes, server events and clock ticks go in,
+//! [`Action`]s for the terminal loop come out, and [`ChatApp::render`] draws the live area.
+//! Finished lines wait in a queue for the terminal's scrollback.
+
+use super::dialog::{Answer, Dialog};
+use super::editor::Editor;
+use super::live::{dim, Live};
+use crate::cli::chat_view::{printable, word};
+use crate::client::turn::run_of;
+use crate::wire::Event;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use std::time::{Duration, Instant};
+
+/// What the terminal loop must do for the app.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Start a turn with this prompt ([`ChatApp::turn_started`] or [`ChatApp::error`] after).
+    Send(String),
+    /// Answer an approval.
+    Answer {
+        /// The run.
+        run_id: String,
+        /// The request.
+        approval_id: String,
+        /// Allow or deny.
+        allow: bool,
+    },
+    /// Send `turn.cancel` for this run.
+    Cancel(String),
+    /// A slash command other than `/help` and `/quit`, with its argument.
+    Command(String, String),
+    /// Leave the chat.
+    Quit,
+}
+
+/// What the status line shows about the session.
+#[derive(Clone, Debug, Default)]
+pub struct Info {
+    /// The attached session.
+    pub session: String,
+    /// Its title, once one exists.
+    pub title: Option<String>,
+    /// The selected model.
+    pub model: Option<String>,
+    /// The effective (or requested) effort.
+    pub effort: Option<String>,
+}
+
+/// The commands `/help` lists.
+pub const HELP: &str = "\
+/help          this list
+/sessions      the sessions of this folder
+/open ID       switch to session ID and show its conversation
+/new           start a new session
+/model [ID]    list the catalog's models, or switch to one
+/effort [LVL]  list the model's effort levels, or switch to one
+/quit          leave (Ctrl-D at an empty prompt too)
+Enter sends; Alt-Enter or Ctrl-J adds a line; Up/Down walk the history
+Ctrl-C stops the running turn; at an empty prompt, or pressed twice, it leaves";
+
+/// The chat: editor, running turn, dialog, status and the lines bound for the scrollback.
+#[derive(Debug, Default)]
+pub struct ChatApp {
+    /// The prompt editor.
+    pub editor: Editor,
+    /// The running turn.
+    pub live: Option<Live>,
+    /// The open approval dialog.
+    pub dialog: Option<Dialog>,
+    /// What the status line shows.
+    pub info: Info,
+    /// A one-line note above the editor (a hint, "stopping…").
+    pub note: Option<String>,
+    /// The last tick's time.
+    pub now: Option<Instant>,
+    /// Lines finished and not yet in the scrollback.
+    out: Vec<Line<'static>>,
+}
+
+impl ChatApp {
+    /// Takes the lines finished since the last call, for the terminal's scrollback.
+    pub fn take_lines(&mut self) -> Vec<Line<'static>> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Queues lines for the scrollback.
+    pub fn print(&mut self, lines: impl IntoIterator<Item = Line<'static>>) {
+        self.out.extend(lines);
+    }
+
+    /// Queues a plain text (each of its lines; an empty text is one empty line) for the
+    /// scrollback.
+    pub fn say(&mut self, text: &str) {
+        let lines: Vec<Line<'static>> = printable(text)
+            .split('\n')
+            .map(|l| Line::raw(l.to_owned()))
+            .collect();
+        self.out.extend(lines);
+    }
+
+    /// Queues an error line.
+    pub fn error(&mut self, text: &str) {
+        self.out
+            .push(Line::styled(printable(text), Style::new().fg(Color::Red)));
+    }
+
+    /// The turn `run_id` was admitted at `now`.
+    pub fn turn_started(&mut self, run_id: &str, now: Instant) {
+        self.live = Some(Live::new(run_id, now));
+        self.now = Some(now);
+    }
+
+    /// Whether a turn is running.
+    pub fn running(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// A bracketed paste: one text, newlines kept, into the dialog field or the editor.
+    pub fn on_paste(&mut self, text: &str, at: Instant) {
+        match &mut self.dialog {
+            Some(d) if at >= d.shown_at => d.field.push_str(text.trim()),
+            _ => self.editor.insert(text),
+        }
+    }
+
+    /// Advances the clock: the status line's elapsed time and the dialog's countdown.
+    pub fn on_tick(&mut self, now: Instant) {
+        self.now = Some(now);
+        if self.dialog.as_ref().is_some_and(|d| d.expired(now)) {
+            self.dialog = None;
+            self.note = None;
+            self.out.push(Line::styled(
+                "  the approval request expired (the backend decides what happens)",
+                Style::new().fg(Color::Yellow),
+            ));
+        }
+    }
+
+    /// One key read at `at`. Keys read before the dialog appeared go to the editor, never to
+    /// the dialog.
+    pub fn on_key(&mut self, key: KeyEvent, at: Instant) -> Option<Action> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.interrupt();
+        }
+        if self.dialog.as_ref().is_some_and(|d| at >= d.shown_at) {
+            return self.dialog_key(key);
+        }
+        self.editor_key(key, ctrl)
+    }
+
+    /// Ctrl-C: stops the running turn, leaves when pressed again or at an empty prompt, and
+    /// otherwise clears the editor.
+    fn interrupt(&mut self) -> Option<Action> {
+        match &mut self.live {
+            Some(live) if live.cancelling => Some(Action::Quit),
+            Some(live) => {
+                live.cancelling = true;
+                self.note = Some("stopping; Ctrl-C again leaves".to_owned());
+                Some(Action::Cancel(live.turn.run_id().to_owned()))
+            }
+            None if self.editor.text().is_empty() => Some(Action::Quit),
+            None => {
+                self.editor.take();
+                None
+            }
+        }
+    }
+
+    fn dialog_key(&mut self, key: KeyEvent) -> Option<Action> {
+        let d = self.dialog.as_mut()?;
+        match key.code {
+            KeyCode::Enter => {
+                let answer = d.submit()?;
+                let d = self.dialog.take()?;
+                let allow = answer == Answer::Allow;
+                let word = if allow { "allowed" } else { "denied" };
+                self.out
+                    .push(Line::styled(format!("  {word}: {}", d.summary), dim()));
+                if let Some(live) = &mut self.live {
+                    live.denied = !allow;
+                }
+                Some(Action::Answer {
+                    run_id: d.run_id,
+                    approval_id: d.approval_id,
+                    allow,
+                })
+            }
+            KeyCode::Backspace => {
+                d.field.pop();
+                None
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                d.field.push(c);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn editor_key(&mut self, key: KeyEvent, ctrl: bool) -> Option<Action> {
+        let e = &mut self.editor;
+        let newline = key
+            .modifiers
+            .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+        match key.code {
+            KeyCode::Enter if newline => e.insert("\n"),
+            KeyCode::Char('j') if ctrl => e.insert("\n"),
+            KeyCode::Char('d') if ctrl && e.text().is_empty() => return Some(Action::Quit),
+            KeyCode::Char('a') if ctrl => e.home(),
+            KeyCode::Char('e') if ctrl => e.end(),
+            KeyCode::Char(c) if !ctrl => e.insert(&c.to_string()),
+            KeyCode::Enter => return self.enter(),
+            KeyCode::Backspace => e.backspace(),
+            KeyCode::Delete => e.delete(),
+            KeyCode::Left => e.left(),
+            KeyCode::Right => e.right(),
+            KeyCode::Home => e.home(),
+            KeyCode::End => e.end(),
+            KeyCode::Up => e.up(),
+            KeyCode::Down => e.down(),
+            KeyCode::Tab => e.insert("\t"),
+            _ => {}
+        }
+        None
+    }
+
+    /// Enter: a command, or a prompt when no turn runs.
+    fn enter(&mut self) -> Option<Action> {
+        let text = self.editor.text();
+        let line = text.trim();
+        if line.is_empty() {
+            return None;
+        }
+        if let Some(cmd) = line.strip_prefix('/') {
+            let (cmd, arg) = cmd.split_once(char::is_whitespace).unwrap_or((cmd, ""));
+            let (cmd, arg) = (cmd.to_owned(), arg.trim().to_owned());
+            self.editor.take();
+            self.out.push(Line::styled(format!("› {line}"), dim()));
+            return match cmd.as_str() {
+                "quit" | "exit" => Some(Action::Quit),
+                "help" => {
+                    self.say(HELP);
+                    None
+                }
+                _ if self.running() => {
+                    self.error("a turn is running: commands wait until it ends");
+                    None
+                }
+                _ => Some(Action::Command(cmd, arg)),
+            };
+        }
+        if self.running() {
+            self.note = Some("a turn is running: Enter sends once it ends".to_owned());
+            return None;
+        }
+        let prompt = self.editor.take();
+        self.note = None;
+        self.print(prompt_lines(&prompt));
+        Some(Action::Send(prompt))
+    }
+
+    /// One server event at `now`.
+    pub fn on_event(&mut self, e: &Event, now: Instant) {
+        self.now = Some(now);
+        let Some(live) = &mut self.live else { return };
+        if live.apply(e, &mut self.out).is_err() {
+            // The turn cannot be trusted any more: the prompt comes back.
+            let broke = Line::styled(
+                "[the server broke the protocol]",
+                Style::new().fg(Color::Red),
+            );
+            self.out.push(broke);
+            self.live = None;
+            self.dialog = None;
+            return;
+        }
+        if run_of(e) != live.turn.run_id() {
+            return;
+        }
+        if let Event::ApprovalRequested(a) = e {
+            let card = live.running_card.take();
+            let ids = (a.run_id.clone(), a.approval_id.clone());
+            let summary = printable(&a.summary);
+            let expires = Duration::from_millis(a.expires_in_ms);
+            self.dialog = Some(Dialog::new(ids, summary, card, now, expires));
+            return;
+        }
+        if let Event::RunFinished(d) = e {
+            live.flush(&mut self.out);
+            let took = elapsed(now.saturating_duration_since(live.began));
+            match (word(&d.outcome).as_str(), &d.error_code) {
+                ("completed", _) => self
+                    .out
+                    .push(Line::styled(format!("─ done in {took}"), dim())),
+                ("cancelled", _) => self.out.push(Line::styled(
+                    format!("■ stopped: the turn was cancelled after {took}"),
+                    Style::new().fg(Color::Yellow),
+                )),
+                (outcome, code) => {
+                    let code = code.as_deref().unwrap_or("-");
+                    self.error(&format!("[{outcome}: {code}]"));
+                }
+            }
+            self.out.push(Line::raw(""));
+            self.live = None;
+            self.dialog = None;
+            self.note = None;
+        }
+    }
+}
+
+/// The prompt as the scrollback shows it.
+pub fn prompt_lines(prompt: &str) -> Vec<Line<'static>> {
+    let style = Style::new().add_modifier(Modifier::BOLD);
+    printable(prompt)
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| {
+            let lead = if i == 0 { "› " } else { "  " };
+            Line::from(vec![
+                Span::styled(lead, Style::new().fg(Color::Cyan)),
+                Span::styled(l.to_owned(), style),
+            ])
+        })
+        .collect()
+}
+
+/// `4.2s`, `1m 05s`.
+pub fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{}.{}s", s, d.subsec_millis() / 100)
+    } else {
+        format!("{}m {:02}s", s / 60, s % 60)
+    }
+}

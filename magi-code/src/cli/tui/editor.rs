@@ -1,0 +1,201 @@
+//! The prompt editor: a multi-line buffer with a cursor, editing keys and a history of the
+//! prompts sent.
+
+/// The text being typed, its cursor and the history Up/Down walk.
+#[derive(Debug, Default)]
+pub struct Editor {
+    /// The buffer's characters (a `Vec<char>` so the cursor is an index, never mid-UTF-8).
+    text: Vec<char>,
+    cursor: usize,
+    history: Vec<String>,
+    /// The history entry shown, while walking it; the draft it replaced.
+    walk: Option<(usize, String)>,
+}
+
+impl Editor {
+    /// The buffer as a string.
+    pub fn text(&self) -> String {
+        self.text.iter().collect()
+    }
+
+    /// The cursor as (line, column) in characters.
+    pub fn cursor(&self) -> (usize, usize) {
+        let before = &self.text[..self.cursor];
+        let line = before.iter().filter(|c| **c == '\n').count();
+        let col = before.iter().rev().take_while(|c| **c != '\n').count();
+        (line, col)
+    }
+
+    /// Inserts `s` at the cursor (a paste keeps its newlines; CR and CRLF become LF).
+    pub fn insert(&mut self, s: &str) {
+        let s = s.replace("\r\n", "\n").replace('\r', "\n");
+        for c in s
+            .chars()
+            .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        {
+            self.text.insert(self.cursor, c);
+            self.cursor += 1;
+        }
+    }
+
+    /// Deletes the character before the cursor.
+    pub fn backspace(&mut self) {
+        if self.cursor > 0 {
+            self.cursor -= 1;
+            self.text.remove(self.cursor);
+        }
+    }
+
+    /// Deletes the character under the cursor.
+    pub fn delete(&mut self) {
+        if self.cursor < self.text.len() {
+            self.text.remove(self.cursor);
+        }
+    }
+
+    /// Moves the cursor one character left.
+    pub fn left(&mut self) {
+        self.cursor = self.cursor.saturating_sub(1);
+    }
+
+    /// Moves the cursor one character right.
+    pub fn right(&mut self) {
+        self.cursor = (self.cursor + 1).min(self.text.len());
+    }
+
+    /// Moves the cursor to the start of its line.
+    pub fn home(&mut self) {
+        while self.cursor > 0 && self.text[self.cursor - 1] != '\n' {
+            self.cursor -= 1;
+        }
+    }
+
+    /// Moves the cursor to the end of its line.
+    pub fn end(&mut self) {
+        while self.cursor < self.text.len() && self.text[self.cursor] != '\n' {
+            self.cursor += 1;
+        }
+    }
+
+    /// Up: the previous line of a multi-line buffer, else the previous prompt sent.
+    pub fn up(&mut self) {
+        let (line, col) = self.cursor();
+        if line > 0 {
+            self.home();
+            self.left();
+            self.home();
+            self.advance(col);
+            return;
+        }
+        let next = match &self.walk {
+            Some((i, _)) => i.checked_sub(1),
+            None => self.history.len().checked_sub(1),
+        };
+        if let Some(i) = next {
+            let draft = self.walk.take().map_or_else(|| self.text(), |(_, d)| d);
+            self.walk = Some((i, draft));
+            self.set(&self.history[i].clone());
+        }
+    }
+
+    /// Down: the next line of a multi-line buffer, else the next prompt (then the draft).
+    pub fn down(&mut self) {
+        let (line, col) = self.cursor();
+        if line < self.text.iter().filter(|c| **c == '\n').count() {
+            self.end();
+            self.right();
+            self.advance(col);
+            return;
+        }
+        if let Some((i, draft)) = self.walk.take() {
+            if i + 1 < self.history.len() {
+                self.walk = Some((i + 1, draft));
+                self.set(&self.history[i + 1].clone());
+            } else {
+                self.set(&draft);
+            }
+        }
+    }
+
+    /// Moves right by at most `n` characters within the line.
+    fn advance(&mut self, n: usize) {
+        for _ in 0..n {
+            if self.cursor >= self.text.len() || self.text[self.cursor] == '\n' {
+                break;
+            }
+            self.cursor += 1;
+        }
+    }
+
+    fn set(&mut self, s: &str) {
+        self.text = s.chars().collect();
+        self.cursor = self.text.len();
+    }
+
+    /// Takes the buffer (Enter): it joins the history when not blank.
+    pub fn take(&mut self) -> String {
+        let s = self.text();
+        self.set("");
+        self.walk = None;
+        self.remember(&s);
+        s
+    }
+
+    /// Adds a prompt to the history (a reopened session's earlier prompts).
+    pub fn remember(&mut self, prompt: &str) {
+        if !prompt.trim().is_empty() && self.history.last().map(String::as_str) != Some(prompt) {
+            self.history.push(prompt.to_owned());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_keys_edit_in_place() {
+        let mut e = Editor::default();
+        e.insert("helo");
+        e.left();
+        e.insert("l");
+        e.home();
+        e.delete();
+        e.insert("H");
+        e.end();
+        e.backspace();
+        assert_eq!(e.text(), "Hell");
+        assert_eq!(e.cursor(), (0, 4));
+    }
+
+    #[test]
+    fn a_paste_is_one_multi_line_prompt() {
+        let mut e = Editor::default();
+        e.insert("one\r\ntwo\nthree");
+        assert_eq!(e.cursor(), (2, 5));
+        e.up();
+        assert_eq!(e.cursor(), (1, 3));
+        assert_eq!(e.take(), "one\ntwo\nthree");
+        assert_eq!(e.text(), "");
+    }
+
+    #[test]
+    fn up_and_down_walk_the_history_and_restore_the_draft() {
+        let mut e = Editor::default();
+        e.insert("first");
+        e.take();
+        e.insert("second");
+        e.take();
+        e.insert("draft");
+        e.up();
+        assert_eq!(e.text(), "second");
+        e.up();
+        assert_eq!(e.text(), "first");
+        e.up();
+        assert_eq!(e.text(), "first");
+        e.down();
+        assert_eq!(e.text(), "second");
+        e.down();
+        assert_eq!(e.text(), "draft");
+    }
+}
