@@ -48,6 +48,11 @@ pub struct Info {
     pub effort: Option<String>,
 }
 
+/// The most characters the approval dialog's answer field holds.
+const FIELD_CHARS: usize = 16;
+/// The note shown when typing or a paste would pass the prompt bound.
+const TOO_LONG: &str = "a prompt is at most 16,384 bytes: the rest was left out";
+
 /// The commands `/help` lists.
 pub const HELP: &str = "\
 /help          this list
@@ -58,6 +63,7 @@ pub const HELP: &str = "\
 /effort [LVL]  list the model's effort levels, or switch to one
 /quit          leave (Ctrl-D at an empty prompt too)
 Enter sends; Alt-Enter or Ctrl-J adds a line; Up/Down walk the history
+Ctrl-A/E start/end of line, Ctrl-U/K delete to start/end, Ctrl-W the word before
 Ctrl-C stops the running turn; at an empty prompt, or pressed twice, it leaves";
 
 /// The chat: editor, running turn, dialog, status and the lines bound for the scrollback.
@@ -120,8 +126,19 @@ impl ChatApp {
     /// A bracketed paste: one text, newlines kept, into the dialog field or the editor.
     pub fn on_paste(&mut self, text: &str, at: Instant) {
         match &mut self.dialog {
-            Some(d) if at >= d.shown_at => d.field.push_str(text.trim()),
-            _ => self.editor.insert(text),
+            Some(d) if at >= d.shown_at => {
+                // An answer is a word: a longer field can only ask again, so it stays short.
+                d.field.extend(
+                    text.trim()
+                        .chars()
+                        .take(FIELD_CHARS.saturating_sub(d.field.chars().count())),
+                );
+            }
+            _ => {
+                if !self.editor.insert(text) {
+                    self.note = Some(TOO_LONG.to_owned());
+                }
+            }
         }
     }
 
@@ -196,7 +213,9 @@ impl ChatApp {
                 None
             }
             KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                d.field.push(c);
+                if d.field.chars().count() < FIELD_CHARS {
+                    d.field.push(c);
+                }
                 None
             }
             _ => None,
@@ -205,16 +224,35 @@ impl ChatApp {
 
     fn editor_key(&mut self, key: KeyEvent, ctrl: bool) -> Option<Action> {
         let e = &mut self.editor;
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
         let newline = key
             .modifiers
             .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let breaks =
+            (key.code == KeyCode::Enter && newline) || (ctrl && key.code == KeyCode::Char('j'));
+        let typed = match key.code {
+            _ if breaks => Some("\n".to_owned()),
+            KeyCode::Char(c) if !(ctrl || (alt && matches!(c, 'b' | 'f'))) => Some(c.to_string()),
+            KeyCode::Tab => Some("\t".to_owned()),
+            _ => None,
+        };
+        if let Some(t) = typed {
+            if !e.insert(&t) {
+                self.note = Some(TOO_LONG.to_owned());
+            }
+            return None;
+        }
         match key.code {
-            KeyCode::Enter if newline => e.insert("\n"),
-            KeyCode::Char('j') if ctrl => e.insert("\n"),
             KeyCode::Char('d') if ctrl && e.text().is_empty() => return Some(Action::Quit),
             KeyCode::Char('a') if ctrl => e.home(),
             KeyCode::Char('e') if ctrl => e.end(),
-            KeyCode::Char(c) if !ctrl => e.insert(&c.to_string()),
+            KeyCode::Char('u') if ctrl => e.kill_to_start(),
+            KeyCode::Char('k') if ctrl => e.kill_to_end(),
+            KeyCode::Char('w') if ctrl => e.delete_word(),
+            KeyCode::Char('b') if alt => e.word_left(),
+            KeyCode::Char('f') if alt => e.word_right(),
+            KeyCode::Left if ctrl || alt => e.word_left(),
+            KeyCode::Right if ctrl || alt => e.word_right(),
             KeyCode::Enter => return self.enter(),
             KeyCode::Backspace => e.backspace(),
             KeyCode::Delete => e.delete(),
@@ -224,7 +262,6 @@ impl ChatApp {
             KeyCode::End => e.end(),
             KeyCode::Up => e.up(),
             KeyCode::Down => e.down(),
-            KeyCode::Tab => e.insert("\t"),
             _ => {}
         }
         None

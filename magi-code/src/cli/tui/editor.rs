@@ -1,6 +1,9 @@
 //! The prompt editor: a multi-line buffer with a cursor, editing keys and a history of the
 //! prompts sent.
 
+/// The most UTF-8 bytes a prompt may have (the protocol's bound on `turn.start`'s prompt).
+pub const MAX_BYTES: usize = protocol_core::limits::PROMPT_BYTES;
+
 /// The text being typed, its cursor and the history Up/Down walk.
 #[derive(Debug, Default)]
 pub struct Editor {
@@ -26,14 +29,67 @@ impl Editor {
         (line, col)
     }
 
-    /// Inserts `s` at the cursor (a paste keeps its newlines; CR and CRLF become LF).
-    pub fn insert(&mut self, s: &str) {
+    /// Inserts `s` at the cursor (a paste keeps its newlines; CR and CRLF become LF), as much
+    /// of it as keeps the buffer within [`MAX_BYTES`]; false when some was left out.
+    pub fn insert(&mut self, s: &str) -> bool {
         let s = s.replace("\r\n", "\n").replace('\r', "\n");
-        for c in s
+        let mut room = MAX_BYTES.saturating_sub(self.text.iter().map(|c| c.len_utf8()).sum());
+        let mut all = true;
+        let add: Vec<char> = s
             .chars()
             .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        {
-            self.text.insert(self.cursor, c);
+            .take_while(|c| {
+                all = c.len_utf8() <= room;
+                room = room.saturating_sub(c.len_utf8());
+                all
+            })
+            .collect();
+        let n = add.len();
+        // One splice: a long paste in mid-text moves the tail once, not once a character.
+        self.text.splice(self.cursor..self.cursor, add);
+        self.cursor += n;
+        all
+    }
+
+    /// Ctrl-U: deletes from the start of the line to the cursor.
+    pub fn kill_to_start(&mut self) {
+        let end = self.cursor;
+        self.home();
+        self.text.drain(self.cursor..end);
+    }
+
+    /// Ctrl-K: deletes from the cursor to the end of the line.
+    pub fn kill_to_end(&mut self) {
+        let start = self.cursor;
+        self.end();
+        self.text.drain(start..self.cursor);
+        self.cursor = start;
+    }
+
+    /// Ctrl-W: deletes the word before the cursor (and the blanks after it).
+    pub fn delete_word(&mut self) {
+        let end = self.cursor;
+        self.word_left();
+        self.text.drain(self.cursor..end);
+    }
+
+    /// Ctrl-Left or Alt-b: to the start of the word before the cursor.
+    pub fn word_left(&mut self) {
+        while self.cursor > 0 && self.text[self.cursor - 1].is_whitespace() {
+            self.cursor -= 1;
+        }
+        while self.cursor > 0 && !self.text[self.cursor - 1].is_whitespace() {
+            self.cursor -= 1;
+        }
+    }
+
+    /// Ctrl-Right or Alt-f: past the end of the word after the cursor.
+    pub fn word_right(&mut self) {
+        let n = self.text.len();
+        while self.cursor < n && self.text[self.cursor].is_whitespace() {
+            self.cursor += 1;
+        }
+        while self.cursor < n && !self.text[self.cursor].is_whitespace() {
             self.cursor += 1;
         }
     }
@@ -152,6 +208,40 @@ impl Editor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_and_word_keys_delete_and_move() {
+        let mut e = Editor::default();
+        e.insert("one two  three");
+        e.delete_word();
+        assert_eq!(e.text(), "one two  ");
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 4));
+        e.kill_to_end();
+        assert_eq!(e.text(), "one ");
+        e.insert("x\nsecond line");
+        e.word_left();
+        e.kill_to_start();
+        assert_eq!(e.text(), "one x\nline");
+        assert_eq!(e.cursor(), (1, 0));
+        e.word_right();
+        assert_eq!(e.cursor(), (1, 4));
+    }
+
+    #[test]
+    fn the_buffer_holds_at_most_the_prompt_bound() {
+        let mut e = Editor::default();
+        assert!(e.insert(&"a".repeat(MAX_BYTES - 2)));
+        // A two-byte character fits exactly; the next byte does not.
+        assert!(e.insert("é"));
+        assert!(!e.insert("b"));
+        assert_eq!(e.text().len(), MAX_BYTES);
+        e.backspace();
+        // A paste is cut at the bound, never mid-character.
+        assert!(!e.insert("xé"));
+        assert_eq!(e.text().len(), MAX_BYTES - 1);
+        assert!(e.text().ends_with('x'));
+    }
 
     #[test]
     fn cursor_keys_edit_in_place() {

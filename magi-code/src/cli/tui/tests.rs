@@ -362,3 +362,16 @@ fn a_transcript_shows_prompts_replies_and_dimmed_reasoning() {
     assert_eq!(text(&lines), shown);
     assert!(lines[1].style.add_modifier.contains(Modifier::DIM));
 }
+
+#[test]
+fn a_paste_past_the_prompt_bound_is_cut_and_says_so() {
+    let t0 = Instant::now();
+    let mut app = ChatApp::default();
+    app.on_paste(&"p".repeat(super::editor::MAX_BYTES + 10), t0);
+    assert_eq!(app.editor.text().len(), super::editor::MAX_BYTES);
+    assert!(app.note.as_deref().is_some_and(|n| n.contains("16,384")));
+    // Ctrl-U clears the line, and Enter then sends nothing.
+    app.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL), t0);
+    assert_eq!(app.editor.text(), "");
+    assert_eq!(app.on_key(key(KeyCode::Enter), t0), None);
+}
