@@ -317,6 +317,8 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     assert!(!s.contains("never"), "{s}");
     capture(&mut screens, "Ctrl-C stopped the reply", &s);
     tty.keys("/quit\r");
+    // The session was saved by its first prompt: leaving tells the way back.
+    tty.wait_for(&format!("reopen with `magi-code chat --session {sid}`"));
     assert_eq!(tty.exit(), 0);
 
     let mut tty = Tty::spawn(home.path(), cwd.path(), &["--session", &sid]);
@@ -405,7 +407,7 @@ fn the_editor_takes_cursor_keys_a_paste_as_one_prompt_and_switches_models() {
         let other = s
             .split("session ")
             .skip(1)
-            .filter_map(|w| w.split_once(" (reopen"))
+            .filter_map(|w| w.split_once(" (new: saved with its first prompt"))
             .any(|(id, _)| id != first);
         // A selection belongs to its session: the new one has the default model.
         other && s.contains(" echo · effort default · untitled · /help for commands")

@@ -62,12 +62,16 @@ impl Commands {
         app.info.session = r.session_id.clone();
         app.info.title = None;
         let sid = &r.session_id;
+        // A new session is saved by its first prompt; the way back is told on leaving, and
+        // only for a session that was.
+        let hint = if id.is_some() {
+            "(/help lists commands)"
+        } else {
+            "(new: saved with its first prompt; /help lists commands)"
+        };
         app.print([Line::from(vec![
             Span::raw(format!("session {sid} ")),
-            Span::styled(
-                format!("(reopen with `magi-code chat --session {sid}`; /help lists commands)"),
-                dim(),
-            ),
+            Span::styled(hint, dim()),
         ])]);
         if id.is_some() {
             self.transcript(app, &r.session_id, r.revision);

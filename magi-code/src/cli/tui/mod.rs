@@ -124,6 +124,9 @@ pub fn run(client: Client, session: Option<&str>, server_err: Option<PipeReader>
             let code = Loop::new(&mut term, &mut app, &mut cmds).run();
             let _ = term.draw(|f| f.set_cursor_position(f.area().as_position()));
             drop(guard);
+            if let Some(sid) = cmds.client.saved_session() {
+                println!("reopen with `magi-code chat --session {sid}`");
+            }
             code
         }
         Err(e) => {
