@@ -12,6 +12,9 @@ pub struct Markdown {
     fence: Option<String>,
 }
 
+/// What a tab becomes.
+const TAB: &str = "    ";
+
 /// How a code block's lines look.
 fn code_style() -> Style {
     Style::new().fg(Color::Cyan)
@@ -20,6 +23,15 @@ fn code_style() -> Style {
 impl Markdown {
     /// Renders one complete source line (no `\n`), updating the fence state.
     pub fn line(&mut self, src: &str) -> Line<'static> {
+        // The terminal's buffer drops control characters, a tab included: code indented with
+        // tabs would lose its indentation.
+        let expanded;
+        let src = if src.contains('\t') {
+            expanded = src.replace('\t', TAB);
+            expanded.as_str()
+        } else {
+            src
+        };
         let trimmed = src.trim_start();
         if let Some(fence) = &self.fence {
             if trimmed.starts_with(fence.as_str()) {
@@ -133,6 +145,27 @@ mod tests {
 
     fn text(l: &Line<'_>) -> String {
         l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn tabs_become_spaces_so_code_keeps_its_indentation() {
+        let mut md = Markdown::default();
+        let lines = md.lines("```go\nfunc f() {\n\treturn\n}\n```\n\tindented\n");
+        let shown: Vec<String> = lines.iter().map(text).collect();
+        assert_eq!(shown[2], "    return");
+        assert_eq!(shown[5], "    indented");
+    }
+
+    proptest::proptest! {
+        /// Any reply, markup or not, renders without a panic, and no tab reaches the buffer.
+        #[test]
+        fn any_text_renders(src in "[ \t#*_`~0-9.+a-zé漢-]{0,40}") {
+            let mut md = Markdown::default();
+            for line in md.lines(&src) {
+                let shown = text(&line);
+                proptest::prop_assert!(!shown.contains('\t'));
+            }
+        }
     }
 
     #[test]
