@@ -1,6 +1,8 @@
 //! The prompt editor: a multi-line buffer with a cursor, editing keys and a history of the
 //! prompts sent.
 
+use unicode_width::UnicodeWidthChar;
+
 /// The most UTF-8 bytes a prompt may have (the protocol's bound on `turn.start`'s prompt).
 pub const MAX_BYTES: usize = protocol_core::limits::PROMPT_BYTES;
 
@@ -109,6 +111,43 @@ impl Editor {
         }
     }
 
+    /// The buffer soft-wrapped to rows of at most `width` display columns (a tab shown as
+    /// one space), and the cursor's (row, column).
+    pub fn rows(&self, width: usize) -> (Vec<String>, (usize, usize)) {
+        let width = width.max(2);
+        let mut rows = vec![String::new()];
+        let (mut col, mut at) = (0, None);
+        for (i, &c) in self.text.iter().enumerate() {
+            let c = if c == '\t' { ' ' } else { c };
+            let w = if c == '\n' { 0 } else { c.width().unwrap_or(0) };
+            if col + w > width {
+                rows.push(String::new());
+                col = 0;
+            }
+            if i == self.cursor {
+                at = Some((rows.len() - 1, col));
+            }
+            if c == '\n' {
+                rows.push(String::new());
+                col = 0;
+                continue;
+            }
+            if let Some(row) = rows.last_mut() {
+                row.push(c);
+            }
+            col += w;
+        }
+        // At the end of a full row the cursor begins the next one.
+        let at = at.unwrap_or_else(|| {
+            if col >= width {
+                rows.push(String::new());
+                col = 0;
+            }
+            (rows.len() - 1, col)
+        });
+        (rows, at)
+    }
+
     /// Moves the cursor one character left.
     pub fn left(&mut self) {
         self.cursor = self.cursor.saturating_sub(1);
@@ -208,6 +247,28 @@ impl Editor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_lines_wrap_at_the_width_and_the_cursor_follows() {
+        let mut e = Editor::default();
+        e.insert("abcdefgh");
+        let (rows, at) = e.rows(3);
+        assert_eq!(rows, ["abc", "def", "gh"]);
+        assert_eq!(at, (2, 2));
+        // A full last row puts the cursor on a new one.
+        e.backspace();
+        e.backspace();
+        assert_eq!(e.rows(3).1, (2, 0));
+        // Wide characters take two columns; a new line starts a row of the prompt.
+        let mut e = Editor::default();
+        e.insert("漢字漢\nx");
+        let (rows, at) = e.rows(4);
+        assert_eq!(rows, ["漢字", "漢", "x"]);
+        assert_eq!(at, (2, 1));
+        e.home();
+        e.up();
+        assert_eq!(e.rows(4).1, (0, 0));
+    }
 
     #[test]
     fn line_and_word_keys_delete_and_move() {

@@ -21,7 +21,7 @@ impl ChatApp {
     pub fn render(&self, frame: &mut Frame<'_>) {
         let now = self.now.unwrap_or_else(Instant::now);
         let area = frame.area();
-        let editor = self.editor_lines();
+        let (editor, (row, col)) = self.editor_lines(area.width);
         let dialog = self.dialog_lines(now);
         let note = self.note.iter().count();
         let fixed = editor.len() + dialog.as_ref().map_or(0, |d| d.len() + 2) + note + 1;
@@ -65,11 +65,9 @@ impl ChatApp {
             frame.render_widget(Paragraph::new(line), take(1));
         }
         let r = take(editor.len());
-        let (line, col) = self.editor.cursor();
-        let first = (line + 1).saturating_sub(EDITOR_LINES);
         frame.render_widget(Paragraph::new(editor), r);
         let x = (r.x + 2 + col as u16).min(r.right().saturating_sub(1));
-        let pos = Position::new(x, r.y + (line - first) as u16);
+        let pos = Position::new(x, r.y + row as u16);
         let reverse = Style::new().add_modifier(Modifier::REVERSED);
         frame.render_widget(
             Paragraph::new(self.status_line(now)).style(reverse),
@@ -102,24 +100,21 @@ impl ChatApp {
         Some(lines)
     }
 
-    /// The editor's lines around the cursor.
-    fn editor_lines(&self) -> Vec<Line<'static>> {
-        let text = self.editor.text();
-        let all: Vec<&str> = text.split('\n').collect();
-        let (line, _) = self.editor.cursor();
-        let first = (line + 1).saturating_sub(EDITOR_LINES);
+    /// The editor's rows around the cursor, soft-wrapped to `width`, and the cursor's
+    /// (row among them, column).
+    fn editor_lines(&self, width: u16) -> (Vec<Line<'static>>, (usize, usize)) {
+        let (rows, (row, col)) = self.editor.rows(usize::from(width).saturating_sub(3));
+        let first = (row + 1).saturating_sub(EDITOR_LINES);
         let lead = Style::new().fg(Color::Cyan);
-        all[first..all.len().min(first + EDITOR_LINES)]
+        let shown = rows[first..rows.len().min(first + EDITOR_LINES)]
             .iter()
             .enumerate()
-            .map(|(i, l)| {
+            .map(|(i, text)| {
                 let mark = if first + i == 0 { "› " } else { "  " };
-                Line::from(vec![
-                    Span::styled(mark, lead),
-                    Span::raw(l.replace('\t', " ")),
-                ])
+                Line::from(vec![Span::styled(mark, lead), Span::raw(text.clone())])
             })
-            .collect()
+            .collect();
+        (shown, (row - first, col))
     }
 
     /// The running tools and the reply's partial line.

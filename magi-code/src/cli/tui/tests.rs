@@ -375,3 +375,21 @@ fn a_paste_past_the_prompt_bound_is_cut_and_says_so() {
     assert_eq!(app.editor.text(), "");
     assert_eq!(app.on_key(key(KeyCode::Enter), t0), None);
 }
+
+#[test]
+fn a_prompt_longer_than_the_terminal_wraps_and_the_cursor_follows() {
+    let t0 = Instant::now();
+    let mut app = ChatApp::default();
+    app.now = Some(t0);
+    // 69 columns of text a row at W = 72 (the mark takes two, the cursor one).
+    let long = "x".repeat(69) + "yyyy";
+    app.on_paste(&long, t0);
+    let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
+    term.draw(|f| app.render(f)).unwrap();
+    let shown = rows(term.backend().buffer());
+    let at = shown.iter().position(|r| r.starts_with("› x")).unwrap();
+    assert_eq!(shown[at], format!("› {}", "x".repeat(69)));
+    assert_eq!(shown[at + 1], "  yyyy");
+    let cursor = term.get_cursor_position().unwrap();
+    assert_eq!((cursor.x, cursor.y), (6, at as u16 + 1));
+}
