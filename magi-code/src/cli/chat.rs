@@ -1,7 +1,7 @@
 //! `magi-code chat`: a terminal client for people, with streaming replies, tool activity,
 //! approval prompts, Ctrl-C to stop a turn, and commands to list and switch sessions.
 
-use super::chat_view::{flush, printable, word, Cells, Screen, Style};
+use super::chat_view::{flush, next_page, printable, word, Cells, Screen, Style};
 use super::interrupt;
 use crate::client::{Client, ClientError, Turn, Update};
 use crate::wire::events::ApprovalRequestedData;
@@ -461,15 +461,9 @@ impl Chat {
                 println!("{}", printable(&line));
                 shown += 1;
             }
-            match r.next_cursor {
-                Some(cursor) if !r.complete => {
-                    params = SnapshotPageParams {
-                        revision: Some(r.revision),
-                        cursor: Some(cursor),
-                        limit: None,
-                    };
-                }
-                _ => break,
+            match next_page(r.revision, r.next_cursor, r.complete) {
+                Some(next) => params = next,
+                None => break,
             }
         }
         if shown == 0 {

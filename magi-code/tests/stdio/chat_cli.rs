@@ -20,8 +20,8 @@ fn command(home: &Path, cwd: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// Settings that play `script` with the scripted provider.
-fn use_script(home: &Path, script: &str) {
+/// Settings that play `script` with the scripted provider (the terminal chat's tests too).
+pub(crate) fn use_script(home: &Path, script: &str) {
     let path = home.join("script.json");
     std::fs::write(&path, script).unwrap();
     let settings =

@@ -2,9 +2,10 @@
 //! viewport, driven by typed keys, its output parsed by a terminal emulator (vt100) and
 //! checked on the screen a person would see.
 
+use crate::chat_cli::use_script;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -21,29 +22,6 @@ struct Tty {
     child: Child,
     master: File,
     screen: Arc<Mutex<vt100::Parser>>,
-}
-
-fn openpty() -> (OwnedFd, OwnedFd) {
-    let (mut master, mut slave) = (0, 0);
-    let size = libc::winsize {
-        ws_row: ROWS,
-        ws_col: COLS,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: openpty writes two new descriptors into the ints; we take ownership of both.
-    #[allow(unsafe_code)]
-    unsafe {
-        let rc = libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
-        );
-        assert_eq!(rc, 0, "openpty");
-        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
-    }
 }
 
 /// The queries a terminal answers that the chat asks: the cursor position (the inline
@@ -94,7 +72,7 @@ impl Tty {
 
     /// A chat with `NO_COLOR` set to `no_color`.
     fn spawn_with(home: &Path, cwd: &Path, args: &[&str], no_color: &str) -> Self {
-        let (master, slave) = openpty();
+        let (master, slave) = crate::common::pty::openpty(Some((ROWS, COLS)));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_magi-code"));
         cmd.arg("chat")
             .args(args)
@@ -216,15 +194,6 @@ impl Drop for Tty {
 /// The screen without trailing blanks on its lines.
 fn trimmed(s: &str) -> String {
     s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
-}
-
-/// Settings that play `script` with the scripted provider.
-fn use_script(home: &Path, script: &str) {
-    let path = home.join("script.json");
-    std::fs::write(&path, script).unwrap();
-    let settings =
-        serde_json::json!({"model": "script", "providers": {"scripted": {"script": path}}});
-    std::fs::write(home.join("settings.json"), settings.to_string()).unwrap();
 }
 
 /// Screens captured for people to look at: written into the folder `MC_TUI_SCREENS` names,

@@ -4,7 +4,6 @@
 
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -113,26 +112,9 @@ fn approve_without_a_terminal_changes_nothing_and_exits_1() {
     assert!(err.contains("mcp_server_unknown"), "{err}");
 }
 
-fn pty() -> (OwnedFd, OwnedFd) {
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two new descriptors into the provided ints; we take ownership.
-    #[allow(unsafe_code)]
-    unsafe {
-        let rc = libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        );
-        assert_eq!(rc, 0, "openpty");
-        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
-    }
-}
-
 /// `approve <name>` with a terminal on stdin that types `typed`.
 fn approve_on_a_terminal(home: &Path, cwd: &Path, name: &str, typed: &[u8]) -> (i32, String) {
-    let (master, slave) = pty();
+    let (master, slave) = crate::common::pty::openpty(None);
     let mut child = mcp_cmd(home, cwd, &["approve", name])
         .stdin(Stdio::from(slave))
         .spawn()

@@ -5,7 +5,7 @@
 use super::app::ChatApp;
 use super::live::dim;
 use super::transcript;
-use crate::cli::chat_view::{printable, word};
+use crate::cli::chat_view::{next_page, printable, word};
 use crate::client::{Client, ClientError};
 use crate::wire::requests::{
     EffortLevel, EffortRequest, EmptyParams, HistoryPageParams, SelectionSetParams,
@@ -144,15 +144,9 @@ impl Commands {
                 .call(Call::SessionList(params))
                 .map_err(|e| why(&e))?;
             all.extend(r.sessions);
-            match r.next_cursor {
-                Some(cursor) if !r.complete => {
-                    params = SnapshotPageParams {
-                        revision: Some(r.revision),
-                        cursor: Some(cursor),
-                        limit: None,
-                    };
-                }
-                _ => break,
+            match next_page(r.revision, r.next_cursor, r.complete) {
+                Some(next) => params = next,
+                None => break,
             }
         }
         Ok(all)
@@ -168,15 +162,9 @@ impl Commands {
                 .call(Call::ModelCatalog(params))
                 .map_err(|e| why(&e))?;
             all.extend(r.choices);
-            match r.next_cursor {
-                Some(cursor) if !r.complete => {
-                    params = SnapshotPageParams {
-                        revision: Some(r.revision),
-                        cursor: Some(cursor),
-                        limit: None,
-                    };
-                }
-                _ => return Ok((r.revision, all)),
+            match next_page(r.revision.clone(), r.next_cursor, r.complete) {
+                Some(next) => params = next,
+                None => return Ok((r.revision, all)),
             }
         }
         Err("catalog_limit".to_owned())
