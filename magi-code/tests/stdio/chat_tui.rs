@@ -440,3 +440,48 @@ fn a_resized_terminal_keeps_the_chat_going() {
     tty.keys("\x04");
     assert_eq!(tty.exit(), 0);
 }
+
+#[test]
+fn a_resumed_session_longer_than_64_pages_shows_its_last_turn() {
+    use magi_code::client::{Client, Update};
+    use magi_code::wire::requests::EmptyParams;
+    use magi_code::wire::results::SessionResult;
+    use magi_code::wire::Call;
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // Echo turns of ~16 KiB each: prompt and reply in 4,000-byte parts fill about one
+    // 32 KiB page a turn, so 80 turns need more pages than a listing reads (64).
+    let mut cmd = Client::command(Path::new(env!("CARGO_BIN_EXE_magi-code")));
+    cmd.env("MC_HOME", home.path()).current_dir(cwd.path());
+    let mut c = Client::spawn(cmd).unwrap();
+    c.initialize(&["session.create", "turn.start", "shutdown"])
+        .unwrap();
+    let s: SessionResult = c.call(Call::SessionCreate(EmptyParams {})).unwrap();
+    let sid = s.session_id;
+    let filler = "word ".repeat(3_200);
+    for i in 0..80 {
+        let prompt = if i == 79 {
+            "the LAST-TURN marker".to_owned()
+        } else {
+            format!("turn {i} {filler}")
+        };
+        let mut turn = c.start_turn(&sid, &prompt).unwrap();
+        loop {
+            let Some(e) = c.next_event(DEADLINE).unwrap() else {
+                panic!("no event in turn {i}");
+            };
+            if turn.apply(&e).unwrap() == Update::Finished {
+                break;
+            }
+        }
+    }
+    assert_eq!(c.shutdown(DEADLINE), 0);
+
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &["--session", &sid]);
+    let s = tty.wait("the last turn", |s| {
+        s.contains("/help for commands") && s.contains("the LAST-TURN marker")
+    });
+    assert!(!s.contains("goes on past what was read"), "{s}");
+    tty.keys("\x04");
+    assert_eq!(tty.exit(), 0);
+}

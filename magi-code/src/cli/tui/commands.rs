@@ -19,8 +19,12 @@ use crate::wire::Call;
 use ratatui::text::{Line, Span};
 use std::sync::mpsc::Receiver;
 
-/// Most pages read for one listing, catalog or transcript (each is bounded by the server).
+/// Most pages read for one listing or catalog (each is bounded by the server).
 const PAGES: usize = 64;
+/// Most `history.page` pages read for one transcript: more than a whole snapshot can take
+/// (8 MiB or 10,000 parts, in pages of at most 32 KiB holding at least eight 4,000-byte
+/// parts), so a saved conversation is never cut short silently.
+const HISTORY_PAGES: usize = 2_048;
 
 /// The code of a refusal, or what else ended the wait.
 fn why(e: &ClientError) -> String {
@@ -84,7 +88,8 @@ impl Commands {
     fn transcript(&mut self, app: &mut ChatApp, sid: &str, revision: String) {
         let mut cursor = None;
         let mut entries = Vec::new();
-        for _ in 0..PAGES {
+        let mut whole = false;
+        for _ in 0..HISTORY_PAGES {
             let params = HistoryPageParams {
                 session_id: sid.to_owned(),
                 revision: revision.clone(),
@@ -100,7 +105,10 @@ impl Commands {
             entries.extend(page.entries);
             match page.next_cursor {
                 Some(c) if !page.complete => cursor = Some(c),
-                _ => break,
+                _ => {
+                    whole = true;
+                    break;
+                }
             }
         }
         // Up walks the session's earlier prompts too.
@@ -112,6 +120,9 @@ impl Commands {
         }
         if !entries.is_empty() {
             app.print(transcript::lines(&entries));
+            if !whole {
+                app.error("[the saved conversation goes on past what was read]");
+            }
             app.say("");
         }
     }
