@@ -40,6 +40,9 @@ use std::time::{Duration, Instant};
 const LIVE_ROWS: u16 = 12;
 /// How long one wait for a server event or a key lasts.
 const TICK: Duration = Duration::from_millis(25);
+/// How long the idle chat waits for a key before it looks at the server again: a key ends
+/// the wait at once, and nothing on screen moves between turns but the server's rare events.
+const IDLE_TICK: Duration = Duration::from_millis(250);
 /// How long the child's last stderr lines are waited for after it exited.
 const STDERR_WAIT: Duration = Duration::from_millis(500);
 /// How long after a turn the title is looked for again.
@@ -276,7 +279,7 @@ impl<'a> Loop<'a> {
             match input.recv_timeout(if self.app.running() {
                 Duration::ZERO
             } else {
-                TICK
+                IDLE_TICK
             }) {
                 Ok(e) => events.push(e),
                 Err(RecvTimeoutError::Timeout) => {}
