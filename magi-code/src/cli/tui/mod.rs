@@ -36,6 +36,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Most bytes of the server's stderr shown as one line.
+const STDERR_LINE_BYTES: u64 = 4096;
 /// Rows of the live area.
 const LIVE_ROWS: u16 = 12;
 /// How long one wait for a server event or a key lasts.
@@ -182,15 +184,25 @@ fn read_stderr(r: PipeReader) -> io::Result<Receiver<String>> {
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("chat-server-stderr".to_owned())
-        .spawn(move || {
-            for line in io::BufReader::new(r).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        })?;
+        .spawn(move || bounded_lines(io::BufReader::new(r), |l| tx.send(l).is_ok()))?;
     Ok(rx)
+}
+
+/// Hands each line of `r` to `each` (until it says stop), a line longer than
+/// [`STDERR_LINE_BYTES`] as several: the chat never holds a whole unbounded line.
+fn bounded_lines(mut r: impl BufRead, mut each: impl FnMut(String) -> bool) {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match io::Read::take(&mut r, STDERR_LINE_BYTES).read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(buf.strip_suffix(b"\n").unwrap_or(&buf));
+        if !each(line.into_owned()) {
+            return;
+        }
+    }
 }
 
 /// Terminal input from a thread of its own, each stamped with when it was read.

@@ -393,3 +393,16 @@ fn a_prompt_longer_than_the_terminal_wraps_and_the_cursor_follows() {
     let cursor = term.get_cursor_position().unwrap();
     assert_eq!((cursor.x, cursor.y), (6, at as u16 + 1));
 }
+
+#[test]
+fn a_long_stderr_line_arrives_in_bounded_pieces() {
+    let max = super::STDERR_LINE_BYTES as usize;
+    let text = format!("{}\nnext\n{}", "a".repeat(2 * max + 5), "b".repeat(max));
+    let mut got = Vec::new();
+    super::bounded_lines(text.as_bytes(), |l| {
+        got.push(l.len());
+        true
+    });
+    // The longest accepted piece is the bound; the last line needs no newline.
+    assert_eq!(got, [max, max, 5, 4, max]);
+}
