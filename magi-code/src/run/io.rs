@@ -329,7 +329,7 @@ pub enum Input {
     OutputLost,
     /// `turn.cancel`, shutdown or EOF.
     Cancel,
-    /// Time passed (the deadline of [`Run::timeout`](super::machine::Run::timeout) may have come).
+    /// Time passed (the deadline of the machine's `Run::timeout` may have come).
     Tick,
 }
 

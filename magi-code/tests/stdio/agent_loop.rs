@@ -292,14 +292,11 @@ fn a_crash_mid_loop_leaves_a_history_that_replays_as_a_valid_conversation() {
     // The step's records are appended before the next step starts: wait until they are on disk
     // (bounded), so the kill lands in the second step whatever the machine's load.
     let file = crate::common::sessions_dir(&env).join(format!("{sid}.jsonl"));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&file).is_ok_and(|t| t.contains("\"tool_result\"")) {
-        assert!(
-            Instant::now() < deadline,
-            "the tool step was never appended"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::common::poll::until(
+        Duration::from_secs(10),
+        "the tool step was never appended",
+        || std::fs::read_to_string(&file).is_ok_and(|t| t.contains("\"tool_result\"")),
+    );
     a.crash();
 
     let llm = FakeLlm::start(vec![chat_text(&["recovered"])]);

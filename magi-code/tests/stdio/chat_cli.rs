@@ -305,17 +305,13 @@ impl Live {
 
     /// Waits for the exit (at most 10 s) without closing stdin.
     fn exit_code(&mut self) -> i32 {
-        let end = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                while let Ok(t) = self.text.recv_timeout(Duration::from_millis(200)) {
-                    self.seen.push_str(&t);
-                }
-                return st.code().unwrap_or(-1);
-            }
-            assert!(Instant::now() < end, "still running: {:?}", self.seen);
-            std::thread::sleep(Duration::from_millis(20));
+        let child = &mut self.child;
+        let st = crate::common::poll::within(Duration::from_secs(10), || child.try_wait().unwrap());
+        let st = st.unwrap_or_else(|| panic!("still running: {:?}", self.seen));
+        while let Ok(t) = self.text.recv_timeout(Duration::from_millis(200)) {
+            self.seen.push_str(&t);
         }
+        st.code().unwrap_or(-1)
     }
 }
 

@@ -3,6 +3,7 @@
 //! checked on the screen a person would see.
 
 use crate::chat_cli::use_script;
+use crate::common::poll::within;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -10,7 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ROWS: u16 = 30;
 const COLS: u16 = 100;
@@ -113,15 +114,8 @@ impl Tty {
 
     /// Waits until the screen satisfies `cond`; panics with the screen past the deadline.
     fn wait(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            let s = self.contents();
-            if cond(&s) {
-                return s;
-            }
-            assert!(Instant::now() < end, "waited for {what}; the screen:\n{s}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        within(DEADLINE, || Some(self.contents()).filter(|s| cond(s)))
+            .unwrap_or_else(|| panic!("waited for {what}; the screen:\n{}", self.contents()))
     }
 
     fn wait_for(&self, text: &str) -> String {
@@ -169,18 +163,10 @@ impl Tty {
 
     /// Waits for the child's exit; its code.
     fn exit(mut self) -> i32 {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(
-                Instant::now() < end,
-                "the chat did not exit:\n{}",
-                self.contents()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let status = within(DEADLINE, || self.child.try_wait().unwrap());
+        let status =
+            status.unwrap_or_else(|| panic!("the chat did not exit:\n{}", self.contents()));
+        status.code().unwrap_or(-1)
     }
 }
 

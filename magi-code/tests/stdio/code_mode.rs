@@ -402,14 +402,8 @@ fn a_backend_killed_mid_cell_leaves_exec_on_disk_replayed_with_its_error_result(
         "exec's call is stored before its cell runs: {stored}"
     );
     a.crash();
-    let t0 = Instant::now();
-    while alive(helper) {
-        assert!(
-            t0.elapsed() < WAIT,
-            "code-host {helper} outlived its backend"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let outlived = format!("code-host {helper} outlived its backend");
+    crate::common::poll::until(WAIT, &outlived, || !alive(helper));
 
     let llm = FakeLlm::start(vec![chat_text(&["recovered"])]);
     env.use_fake_llm(&llm, &json!({"code_mode": {"enabled": true}}));

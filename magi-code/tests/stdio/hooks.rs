@@ -47,12 +47,8 @@ fn write_out_txt_behind_pre_tool(env: &Env, command: &str) {
 
 /// Polls `done` every 20 ms until it holds, failing with `what` after `within`.
 #[track_caller]
-fn poll_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let end = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < end, "{what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn poll_until(within: Duration, what: &str, done: impl FnMut() -> bool) {
+    crate::common::poll::until(within, what, done);
 }
 
 /// Polls until the process group whose ID a hook wrote to `pgid_file` is gone.

@@ -6,6 +6,7 @@
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
 use crate::common::npm::ensure_npm;
+use crate::common::poll;
 use crate::common::{
     assert_error, events, history_kinds, init_params, last_message, result, start_turn, Env, Server,
 };
@@ -148,6 +149,27 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 /// Whether `pid` is a live (not zombie) process.
+/// The bytes `pids` have read so far (`rchar` of `/proc/PID/io`), summed.
+fn bytes_read(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/io")).ok())
+        .filter_map(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("rchar: "))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+/// Waits until the MCP servers under `backend` have read more than `before` bytes: the
+/// call's request reached one, so what follows finds it mid-operation.
+#[track_caller]
+fn reached_a_server(backend: u32, before: u64) {
+    poll::until(WAIT, "the call never reached a server", || {
+        bytes_read(&children(backend)) > before
+    });
+}
+
 pub(crate) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         s.rsplit(')')
@@ -266,10 +288,7 @@ fn shutdown_during_a_hung_handshake_stops_within_the_cleanup_bound() {
     env.write_global_settings(&json!({"mcp": mcp_settings(&[("hang", &hang)], true)}));
     let mut s = env.spawn();
     s.request("init", "initialize", &init_params(&["status", "shutdown"]));
-    let t0 = Instant::now();
-    while !pidfile.exists() && t0.elapsed() < WAIT {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll::within(WAIT, || pidfile.exists().then_some(()));
     let t0 = Instant::now();
     s.request("bye", "shutdown", &json!({}));
     let code = s.exit_code_within(Duration::from_secs(5));
@@ -496,11 +515,9 @@ fn cancelling_a_turn_mid_call_sends_notifications_cancelled_and_returns_at_once(
     });
     // The call has reached the server (real-pipe polling, bounded).
     let called = pidfile.with_extension("pid.called");
-    let t1 = Instant::now();
-    while !called.exists() {
-        assert!(t1.elapsed() < WAIT, "the call never reached the server");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll::until(WAIT, "the call never reached the server", || {
+        called.exists()
+    });
     let t0 = Instant::now();
     s.request(
         "x",
@@ -512,10 +529,7 @@ fn cancelling_a_turn_mid_call_sends_notifications_cancelled_and_returns_at_once(
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
     assert!(took < Duration::from_secs(1), "{took:?}");
     let log = pidfile.with_extension("pid.cancelled");
-    let t1 = Instant::now();
-    while !log.exists() && t1.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll::within(Duration::from_secs(5), || log.exists().then_some(()));
     // Requests 1 and 2 were initialize and tools/list, 3 the second page: the call is 4.
     assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), "4 cancelled");
     s.shutdown_ok("bye");
@@ -644,13 +658,12 @@ fn two_real_servers_start_in_parallel_and_tear_down_within_the_bound() {
 
     // A long operation is running when shutdown comes: teardown still ends in the bound.
     let sid = session(&mut s);
+    let before = bytes_read(&children(s.pid()));
     start_turn(&mut s, &sid, "go");
     until(&mut s, |f| {
         f["event"] == "activity" && f["data"]["state"] == "started"
     });
-    // Gives the call time to reach the server, so the shutdown usually finds it mid-operation;
-    // the assertions hold either way, so a loaded machine only makes the case weaker.
-    std::thread::sleep(Duration::from_millis(300));
+    reached_a_server(s.pid(), before);
     let servers: Vec<u32> = children(s.pid());
     assert!(servers.len() >= 2, "{servers:?}");
     let t0 = Instant::now();
@@ -688,12 +701,12 @@ fn a_real_server_call_is_cancelled_and_the_server_serves_the_next_turn() {
     }));
     let (mut s, _) = ready_in(&env);
     let sid = session(&mut s);
+    let before = bytes_read(&children(s.pid()));
     let run_id = start_turn(&mut s, &sid, "go");
     until(&mut s, |f| {
         f["event"] == "activity" && f["data"]["state"] == "started"
     });
-    // As above: the cancel usually finds the call at the server; the assertions hold either way.
-    std::thread::sleep(Duration::from_millis(300));
+    reached_a_server(s.pid(), before);
     let t0 = Instant::now();
     s.request(
         "x",

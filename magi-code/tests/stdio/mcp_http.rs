@@ -116,10 +116,7 @@ fn json_and_sse_answers_reach_the_model_with_the_session_headers_and_a_delete_at
         }
         if sse {
             // The fake's ping on each stream got its answer, POSTed with the session id.
-            let t0 = Instant::now();
-            while !fake.seen().iter().any(|r| r.rpc() == "response") && t0.elapsed() < WAIT {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            eventually(|| fake.seen().iter().any(|r| r.rpc() == "response"));
             let pong = fake
                 .seen()
                 .into_iter()
@@ -403,14 +400,7 @@ fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 /// Polls `check` until it holds or [`WAIT`] passes.
 fn eventually(check: impl Fn() -> bool) -> bool {
-    let t0 = Instant::now();
-    while !check() {
-        if t0.elapsed() > WAIT {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
+    crate::common::poll::within(WAIT, || check().then_some(())).is_some()
 }
 
 #[test]

@@ -41,14 +41,8 @@ fn stored_titles(env: &Env, sid: &str) -> Vec<String> {
 
 /// Waits (bounded) for the first stored title of `sid`.
 fn title_on_disk(env: &Env, sid: &str) -> String {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(t) = stored_titles(env, sid).pop() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "no title record in time");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::common::poll::within(WAIT, || stored_titles(env, sid).pop())
+        .expect("no title record in time")
 }
 
 fn entry_of<'a>(list: &'a Value, sid: &str) -> &'a Value {

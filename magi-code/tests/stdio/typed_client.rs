@@ -223,14 +223,9 @@ fn request_ids_are_never_reused() {
     assert_ne!(id, "mine");
     assert_ne!(id, "c1");
     // Polling without blocking: the response arrives under its own ID.
-    let end = Instant::now() + STEP;
-    let polled = loop {
-        if let Some(r) = c.try_response::<Status>(&id) {
-            break r.unwrap();
-        }
-        assert!(Instant::now() < end, "no response to {id}");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let polled = crate::common::poll::within(STEP, || c.try_response::<Status>(&id))
+        .unwrap_or_else(|| panic!("no response to {id}"))
+        .unwrap();
     assert_eq!(polled.readiness, "ready");
     assert!(c.try_response::<Status>(&id).is_none(), "taken once");
     assert_eq!(c.ids_used(), 4);

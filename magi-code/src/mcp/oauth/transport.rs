@@ -95,7 +95,7 @@ pub fn get(url: &str) -> Result<Answer, Unreachable> {
 }
 
 /// Sends a token request and returns its status and body: the form
-/// [`OAuthAuthorize`](super::authorize::OAuthAuthorize) refreshes through.
+/// `authorize`'s `OAuthAuthorize` refreshes through.
 ///
 /// # Errors
 /// [`Unreachable`] when no answer came.

@@ -5,8 +5,6 @@ use super::asserts::{assert_error, assert_ready_status};
 use super::frames::{error_code, init_params, result};
 use super::server::{Env, Server, STEP};
 use serde_json::{json, Value};
-use std::thread;
-use std::time::{Duration, Instant};
 
 /// Spawns `serve --stdio` in `env` and sends `initialize` (request ID `init`) requiring
 /// `caps`; asserts it succeeded and returns the child and the `initialize` result.
@@ -108,14 +106,12 @@ impl Client {
     /// cancelled worker actually stops), for at most [`STEP`].
     #[track_caller]
     pub fn call_when_free(&mut self, method: &str, params: &Value) -> Value {
-        let deadline = Instant::now() + STEP;
-        loop {
-            let f = self.call(method, params);
-            if f.get("error").is_some() && error_code(&f) == "busy" && Instant::now() < deadline {
-                thread::sleep(Duration::from_millis(20));
-                continue;
-            }
-            return f;
-        }
+        let mut last = Value::Null;
+        let free = super::poll::within(STEP, || {
+            last = self.call(method, params);
+            (last.get("error").is_none() || error_code(&last) != "busy").then(|| last.clone())
+        });
+        // Still busy at the limit: the last answer, for the caller's assertion.
+        free.unwrap_or(last)
     }
 }

@@ -270,6 +270,7 @@ fn serve(
     }
     for c in &reply.chunks {
         if !reply.pause.is_zero() {
+            // A slow provider, as a script asks: the fake's pacing, not a timer under test.
             thread::sleep(reply.pause);
         }
         let b = c.as_bytes();

@@ -17,6 +17,7 @@ mod fixtures;
 mod frames;
 #[path = "../../support/npm.rs"]
 pub mod npm;
+pub mod poll;
 pub mod pty;
 pub mod responses_sse;
 pub mod schema;

@@ -25,18 +25,12 @@ pub const STEP: Duration = Duration::from_secs(60);
 /// Polls `child` until it exits or `timeout` passes (then kills it and panics).
 #[track_caller]
 pub fn wait_exit(child: &mut Child, timeout: Duration) -> ExitStatus {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("child did not exit within {timeout:?}");
-        }
-        thread::sleep(Duration::from_millis(5));
+    if let Some(status) = super::poll::within(timeout, || child.try_wait().expect("try_wait")) {
+        return status;
     }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("child did not exit within {timeout:?}");
 }
 
 /// The exit code of a status; panics if the child died from a signal.

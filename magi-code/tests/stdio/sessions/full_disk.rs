@@ -15,7 +15,6 @@ use crate::common::{
 use serde_json::{json, Value};
 use std::fs;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 /// `serve --stdio` in `env` that survives `SIGXFSZ` (ignored across `exec`), initialized.
 fn spawn_limitable(env: &Env) -> Server {
@@ -86,14 +85,11 @@ fn turns_go_on_after_a_torn_append_once_space_returns() {
     let file = sessions_dir(&env).join(format!("{sid}.jsonl"));
     // The first completed turn's title lands after `run.finished`: wait for it, so that the
     // limit below is set on the file as it stays.
-    let deadline = Instant::now() + STEP;
-    while !fs::read_to_string(&file)
-        .unwrap()
-        .contains(r#""type":"title""#)
-    {
-        assert!(Instant::now() < deadline, "no title record");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    crate::common::poll::until(STEP, "no title record", || {
+        fs::read_to_string(&file)
+            .unwrap()
+            .contains(r#""type":"title""#)
+    });
     let size = fs::metadata(&file).unwrap().len();
     // Room for 20 more bytes: the next append stores part of a line and fails.
     limit_files(&s, Some(size + 20));
