@@ -25,7 +25,7 @@ pub fn refresh(
     let target = target(rt, provider, "").ok_or(ErrorCode::ProviderUnavailable)?;
     let body = fetch(&target, cancel)?;
     let models = if target.api == Api::Codex {
-        crate::providers::codex::parse_models(&body)?
+        parse_codex_models(&body)?
     } else {
         parse_models(&body)?
     };
@@ -118,24 +118,58 @@ fn fetch(target: &Target, cancel: &Cancel) -> Result<Vec<u8>, ErrorCode> {
 /// as `refresh_failed` when malformed, `catalog_limit` past the count or string bounds.
 fn parse_models(body: &[u8]) -> Result<Vec<Value>, ErrorCode> {
     let v: Value = serde_json::from_slice(body).map_err(|_| ErrorCode::RefreshFailed)?;
+    let mut models = Vec::new();
+    for m in listed(&v, "data")? {
+        let name = m.get("display_name").and_then(Value::as_str);
+        models.push(json!({"id": text(m, "id")?, "name": name}));
+    }
+    Ok(models)
+}
+
+/// The cache's `models` from the `codex` provider's `GET {base_url}/models` answer
+/// (`decisions.md` 43): `{"models": [{"slug", "display_name"?, "supported_reasoning_levels"?:
+/// [{"effort"}]}]}`, each slug a model and its efforts its `efforts` (absent: unknown), with
+/// the refusals of [`parse_models`].
+fn parse_codex_models(body: &[u8]) -> Result<Vec<Value>, ErrorCode> {
+    let v: Value = serde_json::from_slice(body).map_err(|_| ErrorCode::RefreshFailed)?;
+    let mut models = Vec::new();
+    for m in listed(&v, "models")? {
+        let name = m.get("display_name").and_then(Value::as_str);
+        let mut entry = json!({"id": text(m, "slug")?, "name": name});
+        if let Some(levels) = m
+            .get("supported_reasoning_levels")
+            .and_then(Value::as_array)
+        {
+            let efforts: Result<Vec<&str>, ErrorCode> =
+                levels.iter().map(|l| text(l, "effort")).collect();
+            entry["efforts"] = json!(efforts?);
+        }
+        models.push(entry);
+    }
+    Ok(models)
+}
+
+/// The array under `key`: `refresh_failed` when absent, `catalog_limit` past the count bound.
+fn listed<'a>(v: &'a Value, key: &str) -> Result<&'a Vec<Value>, ErrorCode> {
     let list = v
-        .get("data")
+        .get(key)
         .and_then(Value::as_array)
         .ok_or(ErrorCode::RefreshFailed)?;
     if list.len() > CATALOG_MODELS {
         return Err(ErrorCode::CatalogLimit);
     }
-    let mut models = Vec::with_capacity(list.len());
-    for m in list {
-        let id = m
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or(ErrorCode::RefreshFailed)?;
-        if id.is_empty() || id.len() > CATALOG_STRING_BYTES {
-            return Err(ErrorCode::CatalogLimit);
-        }
-        let name = m.get("display_name").and_then(Value::as_str);
-        models.push(json!({"id": id, "name": name}));
+    Ok(list)
+}
+
+/// The string under `key`: `refresh_failed` when absent, `catalog_limit` when empty or past
+/// the string bound.
+fn text<'a>(m: &'a Value, key: &str) -> Result<&'a str, ErrorCode> {
+    let s = m
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or(ErrorCode::RefreshFailed)?;
+    if s.is_empty() || s.len() > CATALOG_STRING_BYTES {
+        return Err(ErrorCode::CatalogLimit);
     }
-    Ok(models)
+    Ok(s)
 }

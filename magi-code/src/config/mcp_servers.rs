@@ -2,7 +2,7 @@
 //! the stdio form (`command`) or the Streamable HTTP form (`url`), strictly validated, and
 //! kept as its canonical JSON (the approval hash's input).
 
-use super::invalid::Invalid;
+use super::invalid::{obj, string, Invalid};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -23,26 +23,6 @@ pub struct McpServer {
 
 fn is_provider_name(s: &str) -> bool {
     protocol_core::ids::is_id_grammar(s)
-}
-
-/// `v` as an object whose keys are all `allowed`.
-fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
-    let m = v.as_object().ok_or(Invalid("not an object"))?;
-    if m.keys().all(|k| allowed.contains(&k.as_str())) {
-        Ok(m)
-    } else {
-        Err(Invalid("unknown key"))
-    }
-}
-
-/// A settings string: not empty, at most 4 KiB, no control character.
-fn string(v: &Value) -> R<String> {
-    match v.as_str() {
-        Some(s) if !s.is_empty() && s.len() <= 4096 && !s.chars().any(char::is_control) => {
-            Ok(s.to_owned())
-        }
-        _ => Err(Invalid("bad string")),
-    }
 }
 
 /// Every server of `mcp.servers`, by name.

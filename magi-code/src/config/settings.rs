@@ -37,6 +37,7 @@ pub const MAX_INSTRUCTION_PATHS: usize = 64;
 
 pub use super::code_mode::CodeMode;
 pub use super::invalid::Invalid;
+use super::invalid::{obj, string};
 pub use super::policy::Policy;
 
 type R<T> = Result<T, Invalid>;
@@ -223,24 +224,6 @@ pub fn read_file(path: &Path) -> R<Option<Map<String, Value>>> {
     match value {
         Value::Object(m) => Ok(Some(m)),
         _ => Err(Invalid("not an object")),
-    }
-}
-
-fn obj<'a>(v: &'a Value, allowed: &[&str]) -> R<&'a Map<String, Value>> {
-    let m = v.as_object().ok_or(Invalid("not an object"))?;
-    if m.keys().all(|k| allowed.contains(&k.as_str())) {
-        Ok(m)
-    } else {
-        Err(Invalid("unknown key"))
-    }
-}
-
-fn string(v: &Value) -> R<String> {
-    match v.as_str() {
-        Some(s) if !s.is_empty() && s.len() <= 4096 && !s.chars().any(char::is_control) => {
-            Ok(s.to_owned())
-        }
-        _ => Err(Invalid("bad string")),
     }
 }
 

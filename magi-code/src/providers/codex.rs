@@ -271,54 +271,6 @@ pub fn written(original: &[u8], answered: &Map<String, Value>, now: SystemTime) 
     serde_json::to_vec_pretty(&v).ok()
 }
 
-/// The cache's `models` from a `GET {base_url}/models` answer (`decisions.md` 43):
-/// `{"models": [{"slug", "display_name"?, "supported_reasoning_levels"?: [{"effort"}]}]}`,
-/// each slug a model and its efforts its `efforts` (absent: unknown). Malformed is
-/// `refresh_failed`, past the count or string bounds `catalog_limit`.
-pub fn parse_models(body: &[u8]) -> Result<Vec<Value>, protocol_core::ErrorCode> {
-    use protocol_core::limits::{CATALOG_MODELS, CATALOG_STRING_BYTES};
-    use protocol_core::ErrorCode;
-    let v: Value = serde_json::from_slice(body).map_err(|_| ErrorCode::RefreshFailed)?;
-    let list = v
-        .get("models")
-        .and_then(Value::as_array)
-        .ok_or(ErrorCode::RefreshFailed)?;
-    if list.len() > CATALOG_MODELS {
-        return Err(ErrorCode::CatalogLimit);
-    }
-    let bounded = |s: &str| !s.is_empty() && s.len() <= CATALOG_STRING_BYTES;
-    let mut models = Vec::with_capacity(list.len());
-    for m in list {
-        let slug = m
-            .get("slug")
-            .and_then(Value::as_str)
-            .ok_or(ErrorCode::RefreshFailed)?;
-        if !bounded(slug) {
-            return Err(ErrorCode::CatalogLimit);
-        }
-        let mut entry = json!({"id": slug, "name": m.get("display_name").and_then(Value::as_str)});
-        if let Some(levels) = m
-            .get("supported_reasoning_levels")
-            .and_then(Value::as_array)
-        {
-            let mut efforts = Vec::new();
-            for l in levels {
-                let e = l
-                    .get("effort")
-                    .and_then(Value::as_str)
-                    .ok_or(ErrorCode::RefreshFailed)?;
-                if !bounded(e) {
-                    return Err(ErrorCode::CatalogLimit);
-                }
-                efforts.push(json!(e));
-            }
-            entry["efforts"] = Value::Array(efforts);
-        }
-        models.push(entry);
-    }
-    Ok(models)
-}
-
 /// A signed-in account as one run uses it: where its file is, and its current tokens.
 #[derive(Debug)]
 pub struct Codex {
