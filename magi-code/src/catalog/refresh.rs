@@ -173,3 +173,80 @@ fn text<'a>(m: &'a Value, key: &str) -> Result<&'a str, ErrorCode> {
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn models(n: usize, id_len: usize) -> Vec<u8> {
+        let list: Vec<Value> = (0..n)
+            .map(|i| json!({"id": format!("{i:0>id_len$}")}))
+            .collect();
+        json!({"data": list}).to_string().into_bytes()
+    }
+
+    #[test]
+    fn a_list_is_bounded_in_count_and_string_length_at_the_edges() {
+        let (n, len) = (CATALOG_MODELS, CATALOG_STRING_BYTES);
+        assert_eq!(parse_models(&models(n, 8)).unwrap().len(), n);
+        assert_eq!(
+            parse_models(&models(n + 1, 8)),
+            Err(ErrorCode::CatalogLimit)
+        );
+        assert!(parse_models(&models(1, len)).is_ok());
+        assert_eq!(
+            parse_models(&models(1, len + 1)),
+            Err(ErrorCode::CatalogLimit)
+        );
+        let empty = json!({"data": [{"id": ""}]}).to_string();
+        assert_eq!(parse_models(empty.as_bytes()), Err(ErrorCode::CatalogLimit));
+        for bad in [
+            r#"{"data": [{"name": "x"}]}"#,
+            r#"{"models": []}"#,
+            "not json",
+        ] {
+            assert_eq!(
+                parse_models(bad.as_bytes()),
+                Err(ErrorCode::RefreshFailed),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_codex_list_takes_slugs_and_efforts_with_the_same_bounds() {
+        let body = json!({"models": [
+            {"slug": "gpt-5", "display_name": "GPT-5",
+             "supported_reasoning_levels": [{"effort": "low"}, {"effort": "high"}]},
+            {"slug": "mini"},
+        ]});
+        let got = parse_codex_models(body.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            got,
+            [
+                json!({"id": "gpt-5", "name": "GPT-5", "efforts": ["low", "high"]}),
+                json!({"id": "mini", "name": null}),
+            ]
+        );
+        let long = "e".repeat(CATALOG_STRING_BYTES + 1);
+        let body =
+            json!({"models": [{"slug": "m", "supported_reasoning_levels": [{"effort": long}]}]});
+        assert_eq!(
+            parse_codex_models(body.to_string().as_bytes()),
+            Err(ErrorCode::CatalogLimit)
+        );
+        let body = json!({"models": [{"slug": "m", "supported_reasoning_levels": [{}]}]});
+        assert_eq!(
+            parse_codex_models(body.to_string().as_bytes()),
+            Err(ErrorCode::RefreshFailed)
+        );
+        let many: Vec<Value> = (0..=CATALOG_MODELS)
+            .map(|i| json!({"slug": format!("m{i}")}))
+            .collect();
+        let body = json!({"models": many}).to_string();
+        assert_eq!(
+            parse_codex_models(body.as_bytes()),
+            Err(ErrorCode::CatalogLimit)
+        );
+    }
+}
