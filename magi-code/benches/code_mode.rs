@@ -37,7 +37,8 @@
 #[path = "support/child.rs"]
 mod child;
 
-use child::{helpers, median, read_body, vm_hwm_kib, Child, SERVER};
+use child::procs::helpers;
+use child::{median, read_body, vm_hwm_kib, Child, SERVER};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};

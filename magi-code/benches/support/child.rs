@@ -2,6 +2,9 @@
 //! `/proc` readings of a process's helpers and peak memory. Each bench uses part of it.
 #![allow(dead_code)]
 
+#[path = "../../tests/support/procs.rs"]
+pub mod procs;
+
 use magi_code::client::pipe::{serve_command, Frames, Server};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
@@ -85,25 +88,6 @@ impl Child {
         self.call("shutdown", &json!({}));
         self.server.wait();
     }
-}
-
-/// The `code-host` children of process `pid` (from /proc).
-pub fn helpers(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"code-host"))
-        })
-        .collect()
 }
 
 pub fn vm_hwm_kib(pid: u32) -> f64 {

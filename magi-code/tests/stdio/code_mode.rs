@@ -3,6 +3,7 @@
 //! sandbox, the CPU bound, cancellation of a busy cell, the helper's life and its crash.
 
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm, Seen};
+pub(crate) use crate::common::procs::{alive, helpers};
 use crate::common::{
     cancel_turn, chat_tool_names, events, fake_llm_env, is_event, start_session, start_turn,
     until_finished, until_match, Env, Server,
@@ -46,34 +47,6 @@ pub(crate) fn tool_result(seen: &Seen, call_id: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-/// The `code-host` children of process `pid` (from /proc).
-pub(crate) fn helpers(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"code-host"))
-        })
-        .collect()
-}
-
-/// Whether `pid` is a live (not zombie) process.
-pub(crate) fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
 }
 
 /// The one helper of `s`, waiting for it to appear (it starts with the first `exec`).

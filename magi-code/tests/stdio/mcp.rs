@@ -7,6 +7,8 @@
 use crate::common::fake_llm::{chat_text, chat_tool_call, FakeLlm};
 use crate::common::npm::ensure_npm;
 use crate::common::poll;
+pub(crate) use crate::common::procs::alive;
+use crate::common::procs::{bytes_read, children};
 use crate::common::{
     assert_error, events, history_kinds, init_params, last_message, result, start_turn, Env, Server,
 };
@@ -133,34 +135,6 @@ pub(crate) fn finished(f: &Value) -> bool {
     f["event"] == "run.finished"
 }
 
-/// The live children of process `pid` (from /proc).
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
-/// Whether `pid` is a live (not zombie) process.
-/// The bytes `pids` have read so far (`rchar` of `/proc/PID/io`), summed.
-fn bytes_read(pids: &[u32]) -> u64 {
-    pids.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/io")).ok())
-        .filter_map(|io| {
-            io.lines()
-                .find_map(|l| l.strip_prefix("rchar: "))
-                .and_then(|n| n.trim().parse::<u64>().ok())
-        })
-        .sum()
-}
-
 /// Waits until the MCP servers under `backend` have read more than `before` bytes: the
 /// call's request reached one, so what follows finds it mid-operation.
 #[track_caller]
@@ -168,14 +142,6 @@ fn reached_a_server(backend: u32, before: u64) {
     poll::until(WAIT, "the call never reached a server", || {
         bytes_read(&children(backend)) > before
     });
-}
-
-pub(crate) fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ mod frames;
 #[path = "../../support/npm.rs"]
 pub mod npm;
 pub mod poll;
+#[path = "../../support/procs.rs"]
+pub mod procs;
 pub mod pty;
 pub mod responses_sse;
 pub mod schema;
