@@ -65,12 +65,7 @@ fn fetch(target: &Target, cancel: &Cancel) -> Result<Vec<u8>, ErrorCode> {
         Api::OpenAi | Api::Codex => format!("{}/models", target.base_url),
         Api::Anthropic => format!("{}/v1/models?limit=1000", target.base_url),
     };
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(10)))
-        .timeout_global(Some(Duration::from_secs(30)))
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent = crate::util::http::bounded_agent(Duration::from_secs(10), Duration::from_secs(30));
     // Cancellation closes the connection, as a provider step's does: a blocked connect or
     // read returns at once, so a cancelled refresh frees the worker slot instead of holding
     // it up to the 30 s bound (`operation.cancel`, shutdown's cleanup wait).

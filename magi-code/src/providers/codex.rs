@@ -388,12 +388,8 @@ impl Codex {
 
     /// The one `POST {auth_url}/oauth/token`: its status and body (bounded).
     fn post(&self, refresh_token: &str) -> Result<(u16, Vec<u8>), RefreshError> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_connect(Some(Duration::from_secs(10)))
-            .timeout_global(Some(Duration::from_secs(30)))
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let agent =
+            crate::util::http::bounded_agent(Duration::from_secs(10), Duration::from_secs(30));
         let url = format!("{}/oauth/token", self.auth_url);
         let resp = agent
             .post(&url)

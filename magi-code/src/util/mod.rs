@@ -1,11 +1,12 @@
 //! Helpers that know nothing of the rest of the crate: the tool output bound, cancellation,
-//! clocks, redaction, paging, a server-sent events decoder, text cutting, time, child processes and their environment, IDs
-//! and notice codes.
+//! clocks, redaction, paging, a server-sent events decoder, text cutting, time, child processes
+//! and their environment, a bounded HTTP agent, IDs and notice codes.
 
 pub mod bound;
 pub mod cancel;
 pub mod clock;
 pub mod env;
+pub mod http;
 pub mod ids;
 pub mod notice;
 pub mod paging;
