@@ -79,34 +79,10 @@ pub fn parse(bytes: &[u8]) -> Option<Tokens> {
     })
 }
 
-/// Decodes base64url, padded or not; `None` on any other byte.
-fn base64url(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
 /// A JWT's `exp` claim in milliseconds since the epoch (no signature check).
 #[must_use]
 pub fn jwt_exp_ms(token: &str) -> Option<i64> {
-    let payload = base64url(token.split('.').nth(1)?)?;
+    let payload = crate::util::b64::decode(token.split('.').nth(1)?)?;
     let claims: Value = serde_json::from_slice(&payload).ok()?;
     let exp = claims.get("exp")?;
     let secs = exp.as_i64().or_else(|| exp.as_f64().map(|f| f as i64))?;

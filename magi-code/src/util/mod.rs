@@ -1,7 +1,8 @@
 //! Helpers that know nothing of the rest of the crate: the tool output bound, cancellation,
 //! clocks, redaction, paging, a server-sent events decoder, text cutting, time, child processes
-//! and their environment, a bounded HTTP agent, IDs and notice codes.
+//! and their environment, a bounded HTTP agent, base64url, IDs and notice codes.
 
+pub mod b64;
 pub mod bound;
 pub mod cancel;
 pub mod clock;

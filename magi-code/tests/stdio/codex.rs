@@ -23,29 +23,13 @@ fn now_secs() -> i64 {
         .as_secs() as i64
 }
 
-/// Unpadded base64url.
-fn b64(bytes: &[u8]) -> String {
-    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 /// An unsigned access token expiring `in_secs` from now, told apart by `tag`.
 fn jwt(in_secs: i64, tag: &str) -> String {
     let claims = json!({"exp": now_secs() + in_secs, "sub": tag});
     format!(
         "{}.{}.sig-{tag}",
-        b64(br#"{"alg":"none","typ":"JWT"}"#),
-        b64(claims.to_string().as_bytes())
+        magi_code::util::b64::encode(br#"{"alg":"none","typ":"JWT"}"#),
+        magi_code::util::b64::encode(claims.to_string().as_bytes())
     )
 }
 

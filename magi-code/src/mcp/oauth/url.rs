@@ -1,6 +1,6 @@
 //! The little URL handling MCP authorization needs, without a URL crate: splitting an absolute
 //! `http(s)` URL, its canonical form (what a saved token is keyed by and the default RFC 8707
-//! `resource`), the well-known discovery addresses, form and query encoding, and base64url.
+//! `resource`), the well-known discovery addresses, and form and query encoding.
 
 /// An absolute `http://` or `https://` URL split into its parts (no userinfo).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,21 +191,4 @@ pub fn query_pairs(query: &str) -> Vec<(String, String)> {
             Some((decode(k)?, decode(v)?))
         })
         .collect()
-}
-
-/// Base64url without padding (RFC 4648 §5), as PKCE and `state` use it.
-#[must_use]
-pub fn base64url(data: &[u8]) -> String {
-    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(char::from(ABC[(n >> (18 - 6 * i) & 63) as usize]));
-        }
-    }
-    out
 }

@@ -42,7 +42,7 @@ impl Pkce {
     pub fn from_verifier(verifier: &str) -> Self {
         Self {
             verifier: verifier.to_owned(),
-            challenge: url::base64url(&Sha256::digest(verifier.as_bytes())),
+            challenge: crate::util::b64::encode(&Sha256::digest(verifier.as_bytes())),
         }
     }
 
@@ -62,7 +62,7 @@ impl Pkce {
 pub fn random_string() -> io::Result<String> {
     let mut b = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(url::base64url(&b))
+    Ok(crate::util::b64::encode(&b))
 }
 
 /// Protected resource metadata (RFC 9728), the parts login uses.

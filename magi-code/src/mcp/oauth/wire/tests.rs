@@ -1,7 +1,8 @@
 use super::super::login::{parse_redirect, Redirect};
-use super::super::url::{base64url, canonical, decode, form, query_pairs, Url};
+use super::super::url::{canonical, decode, form, query_pairs, Url};
 use super::*;
 use crate::mcp::tokens::Token;
+use crate::util::b64::encode as base64url;
 
 #[test]
 fn pkce_s256_matches_rfc_7636_appendix_b() {
