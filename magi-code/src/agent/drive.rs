@@ -244,9 +244,9 @@ impl Driver<'_, '_> {
             AppendKind::Compaction | AppendKind::Step => None,
         };
         let stored = (kind == AppendKind::Input)
-            .then(|| a.history.as_ref().and_then(|h| h.replay().ok()))
+            .then(|| a.history.as_ref().filter(|h| h.error().is_none()))
             .flatten()
-            .map(crate::history::Replay::records);
+            .map(crate::history::History::records);
         Ok(Stored {
             room: Some(session::room(a)),
             records: stored,

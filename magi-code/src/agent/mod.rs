@@ -127,9 +127,14 @@ fn attached(
                 .as_ref()
                 .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
                 == "scripted";
-            let history = match a.replay_state()? {
-                _ if scripted => crate::history::compact::Snapshot::default(),
-                r => r.snapshot(),
+            let history = if scripted {
+                a.history
+                    .as_ref()
+                    .and_then(|h| h.error())
+                    .map_or(Ok(()), |e| Err(ErrorCode::from(e)))?;
+                crate::history::compact::Snapshot::default()
+            } else {
+                session::snapshot(&ctx.rt, a, ctx.cancel)?
             };
             Ok((selection, a.turns, history))
         }

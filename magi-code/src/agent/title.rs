@@ -67,7 +67,7 @@ pub fn due(
     if a.history.as_ref()?.summary().title.is_some() {
         return None;
     }
-    let items = a.replay().ok()?;
+    let items = a.first_turn().ok()?;
     let first = items.iter().position(|i| matches!(i, Item::User { .. }))?;
     let Item::User { text: input } = &items[first] else {
         return None;

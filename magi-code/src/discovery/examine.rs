@@ -1,9 +1,10 @@
 //! One discovery candidate: the bounded inventory of the sessions folder, and reading and
 //! classifying one history under the per-file and per-scan budgets.
 
-use crate::history::{self, display_title};
+use crate::history::window::{self, Bounds};
+use crate::history::{display_title, History, Summary};
 use crate::runtime::Runtime;
-use crate::store::{self, ReadError, SessionId, Sessions, Streamed};
+use crate::store::{HeldFile, Identity, ReadError, SessionId, Sessions};
 use crate::util::notice::Notice;
 use crate::util::time::rfc3339;
 use crate::wire::results::{Eligibility, SessionEntry};
@@ -70,6 +71,110 @@ pub enum Examined {
     Invalid,
 }
 
+/// The newest bytes a large history is listed from when it has no valid derived metadata
+/// (`decisions.md` 49).
+pub const LARGE_TAIL_BYTES: u64 = 1 << 20;
+
+/// What one candidate's read took.
+struct Taken {
+    /// The history's summary.
+    summary: Summary,
+    /// The file's identity.
+    identity: Identity,
+    /// Bytes and lines read.
+    bytes: u64,
+    lines: usize,
+    /// Digest of the lines read, for the listing's fingerprint.
+    digest: [u8; 32],
+}
+
+/// Reads one candidate (`decisions.md` 49): whole when within the per-session bounds, else its
+/// first record and its newest whole records within [`LARGE_TAIL_BYTES`]. `Ok(None)` when what
+/// was read is not a valid history (charged `bytes` read so far, in the error's place).
+fn take(
+    file: HeldFile,
+    id: &SessionId,
+    file_bytes: u64,
+    file_lines: usize,
+    room: u64,
+) -> Result<Result<Taken, u64>, ReadError> {
+    let len = file.len();
+    let mut h = History::new(id, false);
+    let (head, tail, at, w, read) = if len <= file_bytes {
+        if len > room {
+            return Err(ReadError::TooLarge);
+        }
+        let mut all = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
+        file.read_at(0, &mut all)?;
+        let lines = memchr::memchr_iter(b'\n', &all).count();
+        let bounds = if lines <= file_lines {
+            Bounds {
+                bytes: len,
+                lines: file_lines,
+            }
+        } else {
+            large_bounds(file_lines)
+        };
+        let Ok(w) = window::scan_bytes(&all, bounds) else {
+            return Ok(Err(len));
+        };
+        (None, all, 0, w, len)
+    } else {
+        let tail_len = len.min(LARGE_TAIL_BYTES + (64 << 10));
+        let head_len = len.min(window::FIRST_RECORD_BYTES);
+        if tail_len + head_len > room {
+            return Err(ReadError::TooLarge);
+        }
+        let at = len - tail_len;
+        let mut tail = vec![0u8; usize::try_from(tail_len).unwrap_or(usize::MAX)];
+        file.read_at(at, &mut tail)?;
+        let Ok(w) = window::scan_tail(&tail, at, len, large_bounds(file_lines)) else {
+            return Ok(Err(tail_len));
+        };
+        // The first record: read in steps, most are a few hundred bytes.
+        let mut head = Vec::new();
+        while head.len() as u64 <= head_len {
+            let n = (head.len() as u64 + (64 << 10)).min(head_len);
+            head.resize(usize::try_from(n).unwrap_or(usize::MAX), 0);
+            file.read_at(0, &mut head)?;
+            if window::first_record_end(&head).is_some() || n == head_len {
+                break;
+            }
+        }
+        let read = tail_len + head.len() as u64;
+        (Some(head), tail, at, w, read)
+    };
+    let head = head.as_deref().unwrap_or(&tail);
+    if crate::history::feed_at_hand(&mut h, head, &tail, at, &w).is_err() {
+        return Ok(Err(read));
+    }
+    let mut digest = Sha256::new();
+    if !w.whole {
+        if let Some(e) = window::first_record_end(&head) {
+            digest.update(&head[..usize::try_from(e).unwrap_or(0).min(head.len())]);
+        }
+    }
+    let ix = |o: u64| usize::try_from(o).unwrap_or(usize::MAX);
+    digest.update(&tail[ix(w.start - at)..ix(w.end - at)]);
+    let identity = file.finish()?;
+    Ok(Ok(Taken {
+        summary: h.summary().clone(),
+        identity,
+        bytes: read,
+        lines: w.lines + usize::from(!w.whole),
+        digest: digest.finalize().into(),
+    }))
+}
+
+/// The window of a large history's listing read: its newest whole records within
+/// [`LARGE_TAIL_BYTES`], the first record beside them within the per-session lines.
+const fn large_bounds(file_lines: usize) -> Bounds {
+    Bounds {
+        bytes: LARGE_TAIL_BYTES,
+        lines: file_lines.saturating_sub(1),
+    }
+}
+
 /// Reads and classifies one candidate, charging the budget.
 pub fn examine(
     rt: &Runtime,
@@ -79,30 +184,23 @@ pub fn examine(
     budget: &mut Budget,
     hasher: Option<&mut Sha256>,
 ) -> Result<Examined, ReadError> {
-    let per_file = budget.file_bytes.min(budget.bytes);
     let per_lines = budget.file_lines.min(budget.lines);
     let lease = sessions.lease_present(id);
-    let mut reader = history::Reader::new(id, false);
-    let mut consumed = (0u64, 0usize);
-    let mut digest = Sha256::new();
-    let hashing = hasher.is_some();
-    let streamed = store::stream_held(
-        &sessions.history_path(id),
-        per_file,
-        per_lines,
-        usize::try_from(per_file).unwrap_or(usize::MAX),
-        &mut |line| {
-            consumed.0 += line.len() as u64 + 1;
-            consumed.1 += 1;
-            if hashing {
-                digest.update(line);
-                digest.update(b"\n");
+    let taken = HeldFile::open(&sessions.history_path(id)).and_then(|f| {
+        take(f, id, budget.file_bytes, per_lines, budget.bytes)
+    });
+    let taken = match taken {
+        Ok(Ok(t)) => t,
+        Ok(Err(read)) => {
+            budget.bytes = budget.bytes.saturating_sub(read);
+            if let Some(h) = hasher {
+                h.update(id.as_str().as_bytes());
+                h.update(b"\0invalid\0");
+                h.update(read.to_le_bytes());
+                h.update([u8::from(lease)]);
             }
-            reader.line(line)
-        },
-    );
-    let streamed = match streamed {
-        Ok(s) => s,
+            return Ok(Examined::Invalid);
+        }
         Err(ReadError::Unsafe) => {
             // No trustworthy consumed size: charge the whole per-file budget.
             budget.bytes = budget.bytes.saturating_sub(budget.file_bytes);
@@ -116,15 +214,12 @@ pub fn examine(
         }
         Err(e) => return Err(e),
     };
-    budget.bytes = budget.bytes.saturating_sub(consumed.0);
-    budget.lines = budget.lines.saturating_sub(consumed.1);
+    budget.bytes = budget.bytes.saturating_sub(taken.bytes);
+    budget.lines = budget.lines.saturating_sub(taken.lines);
     if let Some(h) = hasher {
-        fingerprint(h, id, streamed.as_ref(), digest, lease);
+        fingerprint(h, id, &taken, lease);
     }
-    let torn = streamed.as_ref().is_some_and(|s| s.torn);
-    let (Some(_), Ok((parsed, _))) = (streamed, reader.finish(torn)) else {
-        return Ok(Examined::Invalid);
-    };
+    let parsed = &taken.summary;
     if !rt.is_workspace(&parsed.cwds) {
         return Ok(Examined::Excluded);
     }
@@ -153,24 +248,16 @@ pub fn examine(
 }
 
 /// Feeds one history into the `session.list` scan's fingerprint: its name, the file's
-/// identity and torn flag, its lines' digest and whether a lease is present.
-fn fingerprint(
-    h: &mut Sha256,
-    id: &SessionId,
-    streamed: Option<&Streamed>,
-    digest: Sha256,
-    lease: bool,
-) {
+/// identity and torn flag, the digest of the lines read and whether a lease is present.
+fn fingerprint(h: &mut Sha256, id: &SessionId, t: &Taken, lease: bool) {
     h.update(id.as_str().as_bytes());
     h.update(b"\0");
-    if let Some(st) = streamed {
-        let i = st.identity;
-        for n in [i.dev, i.ino, i.len, u64::from(i.mode)] {
-            h.update(n.to_le_bytes());
-        }
-        h.update(i.mtime_ns.to_le_bytes());
-        h.update([u8::from(st.torn)]);
+    let i = t.identity;
+    for n in [i.dev, i.ino, i.len, u64::from(i.mode)] {
+        h.update(n.to_le_bytes());
     }
-    h.update(digest.finalize());
+    h.update(i.mtime_ns.to_le_bytes());
+    h.update([u8::from(t.summary.torn_tail)]);
+    h.update(t.digest);
     h.update([u8::from(lease)]);
 }

@@ -1,10 +1,10 @@
 //! The bounded display projection that `history.page` pages through, built record by record.
 
-use super::record::{ActivityState, Body, HistoryError, Record, RunOutcome};
+use super::record::{ActivityState, Body, Record, RunOutcome};
 use crate::util::redact::sanitize_text;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// Largest text part, raw and escaped.
@@ -18,8 +18,15 @@ pub const SNAPSHOT_PARTS: usize = protocol_core::limits::HISTORY_SNAPSHOT_PARTS;
 pub const INTERRUPTED_SUMMARY: &str =
     "A turn was interrupted before it finished durably; its reply may be incomplete.";
 
+/// The text of the leading entry when earlier history is left out (`decisions.md` 48).
+pub const EARLIER_NOT_SHOWN: &str = "earlier history is not shown";
+/// Message ID of the leading entry when earlier history is left out.
+const EARLIER_ID: &str = "earlier";
+/// Message ID of the trailing entry after an interrupted turn.
+const INTERRUPTED_ID: &str = "interrupted";
+
 /// An entry's text: raw while it may still grow (an assistant reply taking chunks), else only
-/// its serialized parts, shared with the projection so a long history holds one copy, not two.
+/// its serialized parts, shared with every projection that shows it.
 #[derive(Debug)]
 enum Text {
     Raw(String),
@@ -29,6 +36,9 @@ enum Text {
 #[derive(Debug)]
 struct Logical {
     kind: &'static str,
+    /// Its message number: the file offset of the record that made it, so its serialization
+    /// does not depend on what else a projection shows.
+    id: u64,
     text: Text,
     /// Bytes of the raw text (what the hold bound counts).
     len: usize,
@@ -40,9 +50,10 @@ struct Logical {
 }
 
 impl Logical {
-    fn new(kind: &'static str, text: String, partial: bool) -> Self {
+    fn new(kind: &'static str, id: u64, text: String, partial: bool) -> Self {
         Self {
             kind,
+            id,
             len: text.len(),
             text: Text::Raw(text),
             partial,
@@ -56,17 +67,26 @@ impl Logical {
         self.len + self.card.as_ref().map_or(0, |c| c.to_string().len())
     }
 
-    /// Its serialized parts as entry `m{n}`: sanitized first, then chunked.
-    fn parts(&self, n: usize) -> Vec<Arc<str>> {
+    /// Parts it holds, exactly once settled, else as many as its raw text can fill.
+    fn part_count(&self) -> usize {
+        match &self.text {
+            Text::Parts(p) => p.len(),
+            Text::Raw(t) => t.len() / (CHUNK_BYTES - 6) + 1,
+        }
+    }
+
+    /// Its serialized parts: sanitized first, then chunked.
+    fn parts(&self) -> Vec<Arc<str>> {
         let text = match &self.text {
             Text::Parts(parts) => return parts.to_vec(),
             Text::Raw(text) => sanitize_text(text),
         };
+        let id = format!("m{}", self.id);
         let mut part = Part {
             card: self.card.as_ref(),
             kind: self.kind,
             last_part: true,
-            message_id: n,
+            message_id: &id,
             part: 0,
             partial: self.partial,
             text: &text,
@@ -90,12 +110,12 @@ impl Logical {
             .collect()
     }
 
-    /// Keeps only the serialized parts of entry `m{n}` once its text can no longer grow
-    /// (every entry but an assistant reply still taking chunks).
-    fn settle(&mut self, n: usize) {
+    /// Keeps only the serialized parts once its text can no longer grow (every entry but an
+    /// assistant reply still taking chunks).
+    fn settle(&mut self) {
         let grows = self.kind == "assistant" && !self.reconciled;
         if !grows && matches!(self.text, Text::Raw(_)) {
-            self.text = Text::Parts(self.parts(n).into());
+            self.text = Text::Parts(self.parts().into());
         }
     }
 
@@ -128,25 +148,35 @@ struct Part<'a> {
     card: Option<&'a Value>,
     kind: &'a str,
     last_part: bool,
-    #[serde(serialize_with = "message_id")]
-    message_id: usize,
+    message_id: &'a str,
     part: usize,
     partial: bool,
     text: &'a str,
 }
 
-/// Entry `n`'s message ID, `m{n}`.
-fn message_id<S: serde::Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&format_args!("m{n}"))
-}
-
-/// `v` serialized (through `buf`) into a shared string of just its length: the projection
-/// keeps every entry for the session's life.
+/// `v` serialized (through `buf`) into a shared string of just its length: projections
+/// share every settled part.
 fn shared<T: Serialize>(buf: &mut Vec<u8>, v: &T) -> Arc<str> {
     buf.clear();
     // Serializing these types into memory cannot fail, and serde_json writes UTF-8.
     let _ = serde_json::to_writer(&mut *buf, v);
     std::str::from_utf8(buf).map_or_else(|_| Arc::from(String::from_utf8_lossy(buf)), Arc::from)
+}
+
+/// A derived one-part `diagnostic` entry.
+fn diagnostic(id: &str, text: &str, partial: bool) -> Arc<str> {
+    shared(
+        &mut Vec::new(),
+        &Part {
+            card: None,
+            kind: "diagnostic",
+            last_part: true,
+            message_id: id,
+            part: 0,
+            partial,
+            text,
+        },
+    )
 }
 
 /// The fixed summary of the derived entry after a failed or cancelled run; an error code is
@@ -162,12 +192,15 @@ fn finished_summary(outcome: RunOutcome, error_code: Option<&str>) -> Option<Str
     }
 }
 
-/// Builds the projection record by record, holding at most about twice the snapshot budget,
-/// and serializes into a [`Projection`] only the entries that changed since the last
-/// [`Projector::emit`].
+/// Builds one turn's projection record by record (`decisions.md` 48: the turn is the unit a
+/// projection window shows or leaves out). It holds at most about twice the snapshot budget:
+/// past that its oldest entries are dropped (a later record that would change one is ignored),
+/// so a turn larger than the budget keeps the newest parts a projection can show.
 #[derive(Debug, Default)]
 pub struct Projector {
-    out: Vec<Logical>,
+    out: VecDeque<Logical>,
+    /// Logical index of `out[0]`: the entries below it were dropped.
+    first: usize,
     messages: HashMap<String, usize>,
     summaries: HashMap<(String, String), usize>,
     activities: HashMap<String, usize>,
@@ -178,12 +211,13 @@ pub struct Projector {
     /// Runs with `user_input` and no `run_finished` (yet).
     open: HashSet<String>,
     finished: HashSet<String>,
+    /// Raw bytes and parts held.
     held: usize,
-    /// Entries already emitted: those below it that changed since are in `dirty`.
-    emitted: usize,
-    dirty: Vec<usize>,
+    held_parts: usize,
     /// The entry the record being taken changed, settled once the record is taken.
     changed: Option<usize>,
+    /// The message number of the record being taken.
+    id: u64,
 }
 
 /// A stored card fit to show: the shape and bounds `tool.cards` promises, else `None` (a
@@ -199,6 +233,13 @@ fn shown_card(card: &Value) -> Option<(String, bool)> {
     fits.then(|| (title.to_owned(), status == "running"))
 }
 
+/// Where a key leads: a held entry, one already dropped, or none yet.
+enum Slot {
+    Held(usize),
+    Dropped,
+    New,
+}
+
 impl Projector {
     /// A projector that shows `tool_card` entries (`tool.cards` negotiated) when `cards`.
     #[must_use]
@@ -209,63 +250,84 @@ impl Projector {
         }
     }
 
-    fn touch(&mut self, i: usize) {
-        if i < self.emitted {
-            self.dirty.push(i);
+    fn slot(&self, i: Option<&usize>) -> Slot {
+        match i {
+            Some(&i) if i >= self.first => Slot::Held(i),
+            Some(_) => Slot::Dropped,
+            None => Slot::New,
         }
     }
 
-    fn set_text(&mut self, i: usize, text: String) -> Result<(), HistoryError> {
-        let l = &mut self.out[i];
-        self.held = self.held - l.len + text.len();
+    fn entry(&mut self, i: usize) -> &mut Logical {
+        &mut self.out[i - self.first]
+    }
+
+    fn set_text(&mut self, i: usize, text: String) {
+        let (old_len, old_parts) = {
+            let l = &self.out[i - self.first];
+            (l.len, l.part_count())
+        };
+        let l = self.entry(i);
         l.len = text.len();
         l.text = Text::Raw(text);
-        self.touch(i);
+        let new_parts = l.part_count();
+        self.held = self.held - old_len + self.out[i - self.first].len;
+        self.held_parts = self.held_parts - old_parts + new_parts;
         self.changed = Some(i);
-        self.check()
     }
 
     fn set_partial(&mut self, i: usize, partial: bool) {
-        if self.out[i].partial != partial {
-            self.out[i].set_partial(partial);
-            self.touch(i);
+        if self.entry(i).partial != partial {
+            self.entry(i).set_partial(partial);
         }
     }
 
-    fn add(&mut self, l: Logical) -> Result<usize, HistoryError> {
+    fn add(&mut self, kind: &'static str, text: String, partial: bool) -> usize {
+        let l = Logical::new(kind, self.id, text, partial);
         self.held += l.held();
-        self.out.push(l);
-        self.changed = Some(self.out.len() - 1);
-        self.check()?;
-        Ok(self.out.len() - 1)
+        self.held_parts += l.part_count();
+        self.out.push_back(l);
+        let i = self.first + self.out.len() - 1;
+        self.changed = Some(i);
+        i
     }
 
-    fn check(&self) -> Result<(), HistoryError> {
-        if self.out.len() > SNAPSHOT_PARTS || self.held > 2 * SNAPSHOT_BYTES {
-            Err(HistoryError::TooLarge)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Takes the next record.
-    pub fn push(&mut self, r: &Record) -> Result<(), HistoryError> {
-        let taken = self.apply(r);
-        if let Some(i) = self.changed.take() {
-            if let Some(l) = self.out.get_mut(i) {
-                l.settle(i);
+    /// Drops the oldest entries while more than twice the snapshot budget is held.
+    fn trim(&mut self) {
+        while self.out.len() > 1
+            && (self.held > 2 * SNAPSHOT_BYTES || self.held_parts > 2 * SNAPSHOT_PARTS)
+        {
+            if let Some(l) = self.out.pop_front() {
+                self.held -= l.held();
+                self.held_parts -= l.part_count();
+                self.first += 1;
             }
         }
-        taken
     }
 
-    fn apply(&mut self, r: &Record) -> Result<(), HistoryError> {
+    /// Takes the next record of the turn; `id` is its file offset (its entry's number).
+    pub fn push(&mut self, r: &Record, id: u64) {
+        self.id = id;
+        self.apply(r);
+        if let Some(i) = self.changed.take() {
+            if i >= self.first {
+                let l = self.entry(i);
+                let before = l.part_count();
+                l.settle();
+                let after = l.part_count();
+                self.held_parts = self.held_parts - before + after;
+            }
+        }
+        self.trim();
+    }
+
+    fn apply(&mut self, r: &Record) {
         match &r.body {
             Body::UserInput { run_id, text, .. } => {
                 if !self.finished.contains(run_id) {
                     self.open.insert(run_id.clone());
                 }
-                self.add(Logical::new("user", text.clone(), false))?;
+                self.add("user", text.clone(), false);
             }
             Body::RunFinished {
                 run_id,
@@ -275,19 +337,19 @@ impl Projector {
                 self.open.remove(run_id);
                 if self.finished.insert(run_id.clone()) {
                     if let Some(t) = finished_summary(*outcome, error_code.as_deref()) {
-                        self.add(Logical::new("diagnostic", t, false))?;
+                        self.add("diagnostic", t, false);
                     }
                 }
             }
             Body::AssistantChunk {
                 message_id, text, ..
-            } => self.assistant_chunk(message_id, text)?,
+            } => self.assistant_chunk(message_id, text),
             Body::AssistantMessage {
                 message_id,
                 text,
                 partial,
                 ..
-            } => self.assistant_message(message_id, text.as_deref(), *partial)?,
+            } => self.assistant_message(message_id, text.as_deref(), *partial),
             Body::ReasoningSummary {
                 run_id,
                 text,
@@ -295,7 +357,7 @@ impl Projector {
                 provider_summary,
             } => {
                 if *provider_summary == Some(true) {
-                    self.reasoning_summary(run_id, text.clone(), item_id.as_deref())?;
+                    self.reasoning_summary(run_id, text.clone(), item_id.as_deref());
                 }
             }
             Body::Activity {
@@ -304,13 +366,13 @@ impl Projector {
                 name,
                 summary,
                 ..
-            } => self.activity(activity_id, *state, name, summary.as_deref())?,
+            } => self.activity(activity_id, *state, name, summary.as_deref()),
             Body::ToolCard {
                 activity_id, card, ..
-            } => self.tool_card(activity_id, card)?,
+            } => self.tool_card(activity_id, card),
             Body::Compaction { summary, .. } => {
                 let t = summary.as_deref().unwrap_or("history compacted").to_owned();
-                self.add(Logical::new("compaction", t, false))?;
+                self.add("compaction", t, false);
             }
             // Replay-only records are never projected (`runner.md` 4).
             Body::SessionMeta {}
@@ -322,86 +384,75 @@ impl Projector {
             | Body::ProviderItem { .. }
             | Body::Usage { .. } => {}
         }
-        Ok(())
     }
 
     /// A streamed chunk: appended to its message while that is still raw (a reconciled
     /// message has its final text), or the message's first entry.
-    fn assistant_chunk(&mut self, message_id: &str, text: &str) -> Result<(), HistoryError> {
-        match self.messages.get(message_id) {
-            Some(&i) if self.out[i].reconciled => {}
-            Some(&i) => {
+    fn assistant_chunk(&mut self, message_id: &str, text: &str) {
+        match self.slot(self.messages.get(message_id)) {
+            Slot::Held(i) => {
+                let l = &mut self.out[i - self.first];
+                if l.reconciled {
+                    return;
+                }
                 // Not reconciled: its text is still raw.
-                if let Text::Raw(t) = &mut self.out[i].text {
+                if let Text::Raw(t) = &mut l.text {
+                    let before = t.len() / (CHUNK_BYTES - 6) + 1;
                     t.push_str(text);
-                    self.out[i].len = t.len();
+                    l.len = t.len();
+                    let after = t.len() / (CHUNK_BYTES - 6) + 1;
                     self.held += text.len();
-                    self.touch(i);
+                    self.held_parts = self.held_parts - before + after;
                     self.changed = Some(i);
-                    self.check()?;
                 }
             }
-            None => {
-                let i = self.add(Logical::new("assistant", text.to_owned(), true))?;
+            Slot::Dropped => {}
+            Slot::New => {
+                let i = self.add("assistant", text.to_owned(), true);
                 self.messages.insert(message_id.to_owned(), i);
             }
         }
-        Ok(())
     }
 
     /// A reconciled message: its final text (when stored) and partial flag replace the
     /// chunks' entry, or it makes a new one.
-    fn assistant_message(
-        &mut self,
-        message_id: &str,
-        text: Option<&str>,
-        partial: bool,
-    ) -> Result<(), HistoryError> {
-        match self.messages.get(message_id) {
-            Some(&i) => {
+    fn assistant_message(&mut self, message_id: &str, text: Option<&str>, partial: bool) {
+        match self.slot(self.messages.get(message_id)) {
+            Slot::Held(i) => {
                 if let Some(t) = text {
-                    self.set_text(i, t.to_owned())?;
+                    self.set_text(i, t.to_owned());
                 }
                 // Legacy output without text keeps its stored chunks.
                 self.set_partial(i, partial);
-                self.out[i].reconciled = true;
+                self.entry(i).reconciled = true;
                 self.changed = Some(i);
             }
-            None => {
+            Slot::Dropped => {}
+            Slot::New => {
                 let t = text.unwrap_or_default().to_owned();
-                let mut l = Logical::new("assistant", t, partial);
-                l.reconciled = true;
-                let i = self.add(l)?;
+                let i = self.add("assistant", t, partial);
+                self.entry(i).reconciled = true;
                 self.messages.insert(message_id.to_owned(), i);
             }
         }
-        Ok(())
     }
 
     /// A provider's reasoning summary: one entry per item id of the run (a later text
     /// replaces it), or a new entry when it has none.
-    fn reasoning_summary(
-        &mut self,
-        run_id: &str,
-        t: String,
-        item_id: Option<&str>,
-    ) -> Result<(), HistoryError> {
-        match item_id {
-            Some(item) => {
-                let key = (run_id.to_owned(), item.to_owned());
-                match self.summaries.get(&key) {
-                    Some(&i) => self.set_text(i, t)?,
-                    None => {
-                        let i = self.add(Logical::new("reasoning_summary", t, false))?;
-                        self.summaries.insert(key, i);
-                    }
-                }
-            }
-            None => {
-                self.add(Logical::new("reasoning_summary", t, false))?;
+    fn reasoning_summary(&mut self, run_id: &str, t: String, item_id: Option<&str>) {
+        let Some(item) = item_id else {
+            self.add("reasoning_summary", t, false);
+            return;
+        };
+        let key = (run_id.to_owned(), item.to_owned());
+        match self.slot(self.summaries.get(&key)) {
+            Slot::Held(i) => self.set_text(i, t),
+            Slot::Dropped => {}
+            Slot::New => {
+                let i = self.add("reasoning_summary", t, false);
+                self.summaries.insert(key, i);
             }
         }
-        Ok(())
     }
 
     /// An activity's line (`name: state — summary`), one entry per activity id, partial
@@ -412,116 +463,103 @@ impl Projector {
         state: ActivityState,
         name: &str,
         summary: Option<&str>,
-    ) -> Result<(), HistoryError> {
+    ) {
         let mut line = format!("{name}: {}", state.as_str());
         if let Some(sum) = summary.filter(|x| !x.is_empty()) {
             line.push_str(" — ");
             line.push_str(sum);
         }
         let partial = state == ActivityState::Started;
-        match self.activities.get(activity_id) {
-            Some(&i) => {
-                self.set_text(i, line)?;
+        match self.slot(self.activities.get(activity_id)) {
+            Slot::Held(i) => {
+                self.set_text(i, line);
                 self.set_partial(i, partial);
             }
-            None => {
-                let i = self.add(Logical::new("activity", line, partial))?;
+            Slot::Dropped => {}
+            Slot::New => {
+                let i = self.add("activity", line, partial);
                 self.activities.insert(activity_id.to_owned(), i);
             }
         }
-        Ok(())
     }
 
-    /// A tool card, shown only when cards are on and its activity is projected; a later card
-    /// of the activity replaces the entry.
-    fn tool_card(&mut self, activity_id: &str, card: &Value) -> Result<(), HistoryError> {
+    /// A tool card, shown only when cards are on and its activity is held; a later card of
+    /// the activity replaces the entry.
+    fn tool_card(&mut self, activity_id: &str, card: &Value) {
         let shown = shown_card(card).filter(|_| self.cards);
         let Some((title, running)) = shown else {
-            return Ok(());
+            return;
         };
-        if !self.activities.contains_key(activity_id) {
-            return Ok(());
+        if !matches!(self.slot(self.activities.get(activity_id)), Slot::Held(_)) {
+            return;
         }
-        let mut l = Logical::new("tool_card", title, running);
+        let mut l = Logical::new("tool_card", self.id, title, running);
         l.card = Some(card.clone());
-        match self.card_entries.get(activity_id) {
-            Some(&i) => {
-                self.held = self.held - self.out[i].held() + l.held();
-                self.out[i] = l;
-                self.touch(i);
+        match self.slot(self.card_entries.get(activity_id)) {
+            Slot::Held(i) => {
+                let old = &self.out[i - self.first];
+                // The entry keeps the number of the card that made it.
+                l.id = old.id;
+                self.held = self.held - old.held() + l.held();
+                self.held_parts = self.held_parts - old.part_count() + l.part_count();
+                *self.entry(i) = l;
                 self.changed = Some(i);
-                self.check()?;
             }
-            None => {
-                let i = self.add(l)?;
+            Slot::Dropped => {}
+            Slot::New => {
+                self.held += l.held();
+                self.held_parts += l.part_count();
+                self.out.push_back(l);
+                let i = self.first + self.out.len() - 1;
+                self.changed = Some(i);
                 self.card_entries.insert(activity_id.to_owned(), i);
             }
         }
-        Ok(())
     }
 
-    /// Brings `p` up to date: re-serializes the entries that changed, appends the new ones,
-    /// and derives the trailing interrupted diagnostic (a torn tail or a turn without
-    /// `run_finished` makes the projection partial). `p` must be what this projector emitted
-    /// into before (or empty); otherwise it is rebuilt. Over 8 MiB or 10,000 parts is
-    /// `TooLarge`, with `p` still consistent so a later emit can continue.
-    pub fn emit(&mut self, p: &mut Projection, torn_tail: bool) -> Result<(), HistoryError> {
-        if p.layout.len() != self.emitted {
-            *p = Projection::default();
-            self.emitted = 0;
-            self.dirty.clear();
-        }
-        for _ in 0..std::mem::take(&mut p.tail) {
-            if let Some(s) = p.entries.pop() {
-                p.bytes -= s.len() + 1;
-            }
-        }
-        let mut dirty = std::mem::take(&mut self.dirty);
-        dirty.sort_unstable();
-        dirty.dedup();
-        for i in dirty {
-            p.replace(i, self.out[i].parts(i));
-        }
-        for i in self.emitted..self.out.len() {
-            p.push(self.out[i].parts(i));
-        }
-        self.emitted = self.out.len();
-        let interrupted = torn_tail || !self.open.is_empty();
-        if interrupted {
-            let l = Logical::new("diagnostic", INTERRUPTED_SUMMARY.into(), true);
-            for e in l.parts(self.out.len()) {
-                p.bytes += e.len() + 1;
-                p.entries.push(e);
-                p.tail += 1;
-            }
-        }
-        p.complete = !interrupted;
-        if p.entries.len() > SNAPSHOT_PARTS || p.bytes > SNAPSHOT_BYTES {
-            return Err(HistoryError::TooLarge);
-        }
-        Ok(())
+    /// Whether a run of the turn has its input but no `run_finished` (yet).
+    #[must_use]
+    pub fn open(&self) -> bool {
+        !self.open.is_empty()
     }
 
-    /// Ends the projection in one go (a read that keeps no state).
-    pub fn finish(mut self, torn_tail: bool) -> Result<Projection, HistoryError> {
-        let mut p = Projection::default();
-        self.emit(&mut p, torn_tail)?;
-        Ok(p)
+    /// The turn's serialized parts as they stand, oldest first.
+    #[must_use]
+    pub fn parts(&self) -> TurnParts {
+        let mut t = TurnParts::default();
+        for l in &self.out {
+            for p in l.parts() {
+                t.bytes += p.len() + 1;
+                t.parts.push(p);
+            }
+        }
+        t
+    }
+
+    /// The projection of this one turn alone, as a window holding only it shows it.
+    #[must_use]
+    pub fn finish(self, torn_tail: bool) -> Projection {
+        let interrupted = torn_tail || self.open();
+        window(&[self.parts()], false, interrupted)
     }
 }
 
-/// A projection: serialized entries and completeness, with the layout that lets its
-/// [`Projector`] re-serialize one logical entry in place.
+/// One turn's share of a projection: its serialized parts and their bytes (one LF each).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnParts {
+    /// The parts, oldest first.
+    pub parts: Vec<Arc<str>>,
+    /// Serialized bytes, one LF per part included.
+    pub bytes: usize,
+}
+
+/// A projection: serialized entries and completeness.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Projection {
-    /// Serialized entry objects, in order (shared with the projector's settled entries).
+    /// Serialized entry objects, in order (shared with the turns that hold them).
     pub entries: Vec<Arc<str>>,
-    /// Whether the projection is complete (no interrupted turn).
+    /// Whether the projection is complete (nothing left out, no interrupted turn).
     pub complete: bool,
-    /// Per logical entry: the index of its first part and its part count.
-    layout: Vec<(usize, usize)>,
-    /// Trailing parts of the derived interrupted diagnostic.
-    tail: usize,
     /// Serialized bytes, one LF per entry included.
     bytes: usize,
 }
@@ -542,27 +580,76 @@ impl Projection {
         }
     }
 
-    fn push(&mut self, parts: Vec<Arc<str>>) {
-        self.layout.push((self.entries.len(), parts.len()));
-        self.bytes += parts.iter().map(|e| e.len() + 1).sum::<usize>();
-        self.entries.extend(parts);
+    fn push(&mut self, p: Arc<str>) {
+        self.bytes += p.len() + 1;
+        self.entries.push(p);
     }
+}
 
-    /// Replaces logical entry `i`'s parts; later entries shift when the count changes.
-    fn replace(&mut self, i: usize, parts: Vec<Arc<str>>) {
-        let (start, count) = self.layout[i];
-        let new = parts.len();
-        self.bytes += parts.iter().map(|e| e.len() + 1).sum::<usize>();
-        for old in self.entries.splice(start..start + count, parts) {
-            self.bytes -= old.len() + 1;
+/// The projection window (`decisions.md` 48) over whole `turns`, oldest first: all of them
+/// when they fit the snapshot budget and nothing before them was left out (`left_out`: the
+/// read window did not reach the file's start); otherwise the leading `diagnostic` entry
+/// "earlier history is not shown" and the newest turns that fit after it, or, when not even
+/// the newest turn fits, its newest parts that do. `interrupted` adds the trailing partial
+/// `diagnostic` entry. Only a projection that shows everything, uninterrupted, is complete.
+#[must_use]
+pub fn window(turns: &[TurnParts], left_out: bool, interrupted: bool) -> Projection {
+    let tail = interrupted.then(|| diagnostic(INTERRUPTED_ID, INTERRUPTED_SUMMARY, true));
+    let (tail_bytes, tail_parts) = tail.as_ref().map_or((0, 0), |t| (t.len() + 1, 1));
+    let all_bytes: usize = turns.iter().map(|t| t.bytes).sum();
+    let all_parts: usize = turns.iter().map(|t| t.parts.len()).sum();
+    let mut p = Projection::default();
+    let fits_all = all_bytes + tail_bytes <= SNAPSHOT_BYTES
+        && all_parts + tail_parts <= SNAPSHOT_PARTS;
+    if !left_out && fits_all {
+        for t in turns {
+            for e in &t.parts {
+                p.push(Arc::clone(e));
+            }
         }
-        if new != count {
-            self.layout[i].1 = new;
-            for l in &mut self.layout[i + 1..] {
-                l.0 = l.0 + new - count;
+    } else {
+        let lead = diagnostic(EARLIER_ID, EARLIER_NOT_SHOWN, false);
+        let room_bytes = SNAPSHOT_BYTES - tail_bytes - (lead.len() + 1);
+        let room_parts = SNAPSHOT_PARTS - tail_parts - 1;
+        let (mut bytes, mut parts, mut k) = (0, 0, turns.len());
+        while k > 0
+            && bytes + turns[k - 1].bytes <= room_bytes
+            && parts + turns[k - 1].parts.len() <= room_parts
+        {
+            k -= 1;
+            bytes += turns[k].bytes;
+            parts += turns[k].parts.len();
+        }
+        p.push(lead);
+        if k == turns.len() {
+            // Not even the newest turn fits whole: its newest parts that do.
+            if let Some(t) = turns.last() {
+                let mut start = t.parts.len();
+                while start > 0
+                    && bytes + t.parts[start - 1].len() < room_bytes
+                    && parts < room_parts
+                {
+                    start -= 1;
+                    bytes += t.parts[start].len() + 1;
+                    parts += 1;
+                }
+                for e in &t.parts[start..] {
+                    p.push(Arc::clone(e));
+                }
+            }
+        } else {
+            for t in &turns[k..] {
+                for e in &t.parts {
+                    p.push(Arc::clone(e));
+                }
             }
         }
     }
+    if let Some(t) = tail {
+        p.push(t);
+    }
+    p.complete = !interrupted && !left_out && fits_all;
+    p
 }
 
 /// Splits text into parts whose escaped JSON length (and so raw length) is at most
@@ -618,10 +705,10 @@ mod tests {
 
     fn kinds(cards: bool, records: &[Record]) -> Vec<String> {
         let mut p = Projector::with_cards(cards);
-        for r in records {
-            p.push(r).unwrap();
+        for (i, r) in records.iter().enumerate() {
+            p.push(r, i as u64);
         }
-        let out = p.finish(false).unwrap();
+        let out = p.finish(false);
         out.entries
             .iter()
             .map(|e| {
@@ -701,28 +788,24 @@ mod tests {
             "é\n".repeat(CHUNK_BYTES)
         );
         let mut p = Projector::default();
-        p.push(&reply(Some(&text), true)).unwrap();
-        let mut out = Projection::default();
-        p.emit(&mut out, false).unwrap();
+        p.push(&reply(Some(&text), true), 0);
+        assert!(p.parts().parts.len() > 1);
         // A later copy without text (legacy output) only clears the flag.
-        p.push(&reply(None, false)).unwrap();
-        p.emit(&mut out, false).unwrap();
+        p.push(&reply(None, false), 9);
         let mut fresh = Projector::default();
-        fresh.push(&reply(Some(&text), false)).unwrap();
-        let want = fresh.finish(false).unwrap();
-        assert!(want.entries.len() > 1);
-        assert_eq!(out, want);
+        fresh.push(&reply(Some(&text), false), 0);
+        assert_eq!(p.parts(), fresh.parts());
     }
 
     #[test]
     fn parts_serialize_as_their_json_objects() {
         let card = json!({"kind": "command", "title": "t\"1", "status": "running", "command": "c"});
-        let mut l = Logical::new("tool_card", "t\"1".into(), true);
+        let mut l = Logical::new("tool_card", 7, "t\"1".into(), true);
         l.card = Some(card.clone());
         let want = json!({"message_id": "m7", "kind": "tool_card", "text": "t\"1", "partial": true, "part": 0, "last_part": true, "card": card});
-        assert_eq!(*l.parts(7)[0], want.to_string());
+        assert_eq!(*l.parts()[0], want.to_string());
         let text = "é\u{1}\n".repeat(CHUNK_BYTES / 2);
-        let parts = Logical::new("assistant", text.clone(), false).parts(3);
+        let parts = Logical::new("assistant", 3, text.clone(), false).parts();
         let clean = sanitize_text(&text);
         let chunks = chunk(&clean);
         assert!(chunks.len() > 1);

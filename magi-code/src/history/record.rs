@@ -447,8 +447,10 @@ impl Body {
 pub enum HistoryError {
     /// Malformed (`session_invalid`).
     Invalid,
-    /// Over the projection budget (`history_limit`).
+    /// A record larger than the read window (`history_limit`).
     TooLarge,
+    /// Replay items the window no longer keeps are needed: read the window again.
+    Evicted,
 }
 
 impl Record {

@@ -188,6 +188,12 @@ impl Replay {
         self.bytes_since_usage
     }
 
+    /// The files the records' calls wrote or edited, first write first.
+    #[must_use]
+    pub fn written(&self) -> &[String] {
+        &self.marks.written.files
+    }
+
     /// Records seen so far, counted from the session's start.
     #[must_use]
     pub const fn records(&self) -> u64 {

@@ -1,7 +1,7 @@
 //! The durable append path of the attached session, and the snapshot refresh after it. The
 //! attachment's derived state is extended by what it appends, never re-read (`runner.md` 4).
 
-use super::load::load;
+use super::load::{load, load_with};
 use super::state::Attachment;
 use crate::history::room::Room;
 use crate::history::{Body, Record};
@@ -51,15 +51,12 @@ pub fn append_unseen(
     records: &[Record],
 ) -> Result<(), ErrorCode> {
     let current = !a.snapshot.stale;
-    let entries = a.snapshot.projection.entries.len();
     if !extend(rt, a, records)? || !current {
         return Ok(());
     }
-    if let Some(h) = a.history.as_mut() {
-        // The records add no entry; should one appear anyway the revision must go stale.
-        if h.emit(&mut a.snapshot.projection).is_ok()
-            && a.snapshot.projection.entries.len() == entries
-        {
+    if let Some(h) = a.history.as_ref() {
+        // The records add no entry, but they may move the window: then the revision goes stale.
+        if h.project().is_ok_and(|p| p == a.snapshot.projection) {
             a.snapshot.stale = false;
         }
     }
@@ -130,20 +127,12 @@ fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, 
     }
 }
 
-/// What a run may still add to the attachment's projection so that a reopen can project it.
-/// A stale snapshot (appended to since its revision was handed out, so no revision pages it)
-/// is first brought up to date with what was appended; a current one already is. No room
-/// when the projection is already past its bound.
-pub fn room(a: &mut Attachment) -> Room {
-    let past = a.snapshot.stale
-        && a.history
-            .as_mut()
-            .is_some_and(|h| h.emit(&mut a.snapshot.projection).is_err());
-    if past {
-        Room::none()
-    } else {
-        Room::left_by(&a.snapshot.projection)
-    }
+/// What a run may add to the attachment's projection: the per-run bounds alone
+/// (`decisions.md` 48), since the projection window shows the newest turns that fit and so
+/// never refuses a turn for what earlier turns hold.
+#[must_use]
+pub const fn room(_a: &Attachment) -> Room {
+    Room::unbounded()
 }
 
 /// Before a turn: re-derives the state a failed append dropped from the file
@@ -161,6 +150,29 @@ pub fn recover(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<(), 
     // What the file holds now differs from any revision handed out before the failure.
     a.snapshot.stale = true;
     Ok(())
+}
+
+/// The replay a turn starts from; when the window dropped the compaction that freed items it
+/// now needs, the state is read again from the file keeping every turn's items.
+pub fn snapshot(
+    rt: &Runtime,
+    a: &mut Attachment,
+    cancel: &Cancel,
+) -> Result<crate::history::compact::Snapshot, ErrorCode> {
+    let h = a.history.as_ref().ok_or(ErrorCode::SessionInvalid)?;
+    match h.snapshot() {
+        Err(crate::history::HistoryError::Evicted) => {}
+        other => return other.map_err(ErrorCode::from),
+    }
+    let loaded = load_with(rt, &a.id, true, cancel)?;
+    let h = loaded.history;
+    // The state read is the attachment's own history as it stands: its open turn (if any)
+    // stays open for the loop that owns it.
+    let snap = h.snapshot().map_err(ErrorCode::from);
+    a.turns = h.summary().turns;
+    a.snapshot.identity = Some(loaded.identity);
+    a.history = Some(h);
+    snap
 }
 
 /// Rebuilds the attachment's derived state and snapshot projection from the file.
@@ -188,8 +200,8 @@ pub fn acknowledge(rt: &Runtime, a: &mut Attachment) -> String {
 /// returns the new revision. `history_limit` past the snapshot bounds.
 pub fn refresh(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<String, ErrorCode> {
     a.snapshot.stale = true;
-    match a.history.as_mut() {
-        Some(h) => h.emit(&mut a.snapshot.projection)?,
+    match a.history.as_ref() {
+        Some(h) => a.snapshot.projection = h.project()?,
         None => rebuild(rt, a, cancel)?,
     }
     a.snapshot.revision = fresh_revision();
@@ -280,9 +292,9 @@ mod tests {
             .write_all(b"{\"type\":\"user_in")
             .unwrap();
         a.history = None;
-        assert_eq!(a.replay().unwrap_err(), ErrorCode::SessionInvalid);
+        assert_eq!(a.first_turn().unwrap_err(), ErrorCode::SessionInvalid);
         recover(&rt, a, &Cancel::default()).unwrap();
-        assert!(a.replay().is_ok());
+        assert!(a.first_turn().is_ok());
         assert_eq!(a.turns, 1, "the stored turn, not the fragment");
         assert!(a.snapshot.stale);
         // The appender cuts the fragment (it is told to check after a failed write).

@@ -1,16 +1,15 @@
-//! Reading a stored history for attachment: one bounded, cancellable, held read that validates
-//! every record, checks the workspace and builds the projection.
+//! Reading a stored history for attachment: one held, cancellable read of its window
+//! (`decisions.md` 47) that validates every record read, checks the workspace and builds the
+//! projection. Its cost is the window's, whatever the file's length.
 
-use crate::history::{History, HistoryError, Projection, Reader};
+use crate::history::window::{first_record_end, Bounds, TailScan, Window, FIRST_RECORD_BYTES};
+use crate::history::{History, HistoryError, Projection};
 use crate::runtime::Runtime;
-use crate::store::{self, Identity, ReadError, SessionId, Sessions};
+use crate::store::{HeldFile, Identity, ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
 use crate::util::notice::Notice;
-use protocol_core::limits::{HISTORY_READ_BYTES, HISTORY_READ_LINES};
 use protocol_core::ErrorCode;
-
-/// Longest single stored line buffered while reading a history.
-pub const MAX_LINE_BYTES: usize = 16 << 20;
+use std::path::Path;
 
 /// A validated history.
 pub struct Loaded {
@@ -35,42 +34,134 @@ fn read_err(e: ReadError) -> ErrorCode {
 impl From<HistoryError> for ErrorCode {
     fn from(e: HistoryError) -> Self {
         match e {
-            HistoryError::Invalid => Self::SessionInvalid,
+            HistoryError::Invalid | HistoryError::Evicted => Self::SessionInvalid,
             HistoryError::TooLarge => Self::HistoryLimit,
         }
     }
 }
 
-/// Reads, validates and projects the history of `id`.
-pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, ErrorCode> {
-    let sessions = Sessions::new(&rt.root);
-    let mut reader = Reader::new(id, true).show_cards(rt.tool_cards);
+/// Why a window read stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowError {
+    /// The file could not be read safely.
+    Read(ReadError),
+    /// A record was refused.
+    History(HistoryError),
+    /// Cancelled between lines.
+    Cancelled,
+}
+
+impl From<WindowError> for ErrorCode {
+    fn from(e: WindowError) -> Self {
+        match e {
+            WindowError::Read(r) => read_err(r),
+            WindowError::History(h) => h.into(),
+            WindowError::Cancelled => Self::OperationCancelled,
+        }
+    }
+}
+
+/// Finds the read window of `file` by scanning back from its end.
+pub fn find_window(file: &HeldFile, bounds: Bounds) -> Result<Window, WindowError> {
+    let mut scan = TailScan::new(file.len(), bounds);
+    let mut buf = Vec::new();
+    while let Some((at, n)) = scan.want() {
+        buf.resize(n, 0);
+        file.read_at(at, &mut buf).map_err(WindowError::Read)?;
+        scan.feed(&buf);
+    }
+    match scan.outcome() {
+        Some(Ok(w)) => Ok(w),
+        Some(Err(e)) => Err(WindowError::History(e)),
+        None => Err(WindowError::History(HistoryError::Invalid)),
+    }
+}
+
+/// Feeds `h` the window of the held file: its first record beside a window that does not
+/// reach it, then every line of the window. Checks `cancel` every 4,096 lines.
+pub fn feed_window(
+    file: &HeldFile,
+    w: &Window,
+    h: &mut History,
+    cancel: &Cancel,
+) -> Result<(), WindowError> {
+    if !w.whole {
+        let mut head = vec![0u8; usize::try_from(FIRST_RECORD_BYTES.min(w.start)).unwrap_or(0)];
+        file.read_at(0, &mut head).map_err(WindowError::Read)?;
+        let end = first_record_end(&head).ok_or(WindowError::History(HistoryError::Invalid))?;
+        let end = usize::try_from(end).unwrap_or(usize::MAX);
+        h.line(&head[..end - 1]).map_err(WindowError::History)?;
+        h.skip_to(w.start);
+    }
+    let mut refused = None;
     let mut cancelled = false;
     let mut n = 0usize;
-    let streamed = store::stream_held(
-        &sessions.history_path(id),
-        HISTORY_READ_BYTES,
-        HISTORY_READ_LINES,
-        MAX_LINE_BYTES,
-        &mut |line| {
+    let whole = file
+        .lines(w.start, w.end, &mut |line| {
             n += 1;
             if n.is_multiple_of(4096) && cancel.is_cancelled() {
                 cancelled = true;
                 return false;
             }
-            reader.line(line)
-        },
-    )
-    .map_err(read_err)?;
+            match h.line(line) {
+                Ok(()) => true,
+                Err(e) => {
+                    refused = Some(e);
+                    false
+                }
+            }
+        })
+        .map_err(WindowError::Read)?;
     if cancelled || cancel.is_cancelled() {
-        return Err(ErrorCode::OperationCancelled);
+        return Err(WindowError::Cancelled);
     }
-    let torn = streamed.is_some_and(|s| s.torn);
-    let (history, projection) = reader.finish_state(torn)?;
+    if let Some(e) = refused {
+        return Err(WindowError::History(e));
+    }
+    if !whole {
+        return Err(WindowError::History(HistoryError::Invalid));
+    }
+    h.finish_read(w.torn);
+    Ok(())
+}
+
+/// Reads the window of the history at `path` into `h` (fresh): the state, the file's
+/// identity and where the window lay.
+pub fn read_window(
+    path: &Path,
+    h: &mut History,
+    bounds: Bounds,
+    cancel: &Cancel,
+) -> Result<(Identity, Window), WindowError> {
+    let file = HeldFile::open(path).map_err(WindowError::Read)?;
+    let w = find_window(&file, bounds)?;
+    feed_window(&file, &w, h, cancel)?;
+    let identity = file.finish().map_err(WindowError::Read)?;
+    Ok((identity, w))
+}
+
+/// Reads, validates and projects the history of `id`; `keep_items` keeps every turn's replay
+/// (a rebuild after the window dropped the compaction that freed them).
+pub fn load_with(
+    rt: &Runtime,
+    id: &SessionId,
+    keep_items: bool,
+    cancel: &Cancel,
+) -> Result<Loaded, ErrorCode> {
+    let sessions = Sessions::new(&rt.root);
+    let mut history = History::new(id, true);
+    history.show_cards(rt.tool_cards);
+    if keep_items {
+        history.keep_items();
+    }
+    let (identity, _) = read_window(
+        &sessions.history_path(id),
+        &mut history,
+        Bounds::READ,
+        cancel,
+    )?;
+    let projection = history.project()?;
     let summary = history.summary();
-    let Some(streamed) = streamed else {
-        return Err(ErrorCode::SessionInvalid);
-    };
     if !rt.is_workspace(&summary.cwds) {
         return Err(ErrorCode::CwdMismatch);
     }
@@ -81,7 +172,12 @@ pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, Err
     Ok(Loaded {
         history,
         projection,
-        identity: streamed.identity,
+        identity,
         notices,
     })
+}
+
+/// [`load_with`], freeing replay items a compaction made unneeded.
+pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, ErrorCode> {
+    load_with(rt, id, false, cancel)
 }

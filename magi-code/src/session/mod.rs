@@ -8,7 +8,7 @@ pub mod retention;
 pub mod selection;
 pub mod state;
 
-pub use append::{acknowledge, append, append_unseen, recover, refresh, room};
+pub use append::{acknowledge, append, append_unseen, recover, refresh, room, snapshot};
 pub use page::page;
 pub use selection::{admitted, select, view, SetSelection};
 pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};

@@ -4,8 +4,7 @@
 //! holds, and never one it cannot date. `serve --stdio` never calls it.
 
 use crate::history::History;
-use crate::store::{self, Lease, LeaseKind, SessionId, Sessions};
-use protocol_core::limits::{HISTORY_READ_BYTES, HISTORY_READ_LINES};
+use crate::store::{Lease, LeaseKind, SessionId, Sessions};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -72,14 +71,14 @@ fn prune_one(sessions: &Sessions, id: &SessionId, cutoff: i64) -> bool {
         return false;
     };
     let mut history = History::new(id, false);
-    let streamed = store::stream_held(
+    // The newest timestamp is in the read window: its cost is the window's, whatever the length.
+    let read = super::load::read_window(
         &path,
-        HISTORY_READ_BYTES,
-        HISTORY_READ_LINES,
-        super::load::MAX_LINE_BYTES,
-        &mut |line| history.line(line).is_ok(),
+        &mut history,
+        crate::history::Bounds::READ,
+        &crate::util::cancel::Cancel::default(),
     );
-    let Ok(Some(streamed)) = streamed else {
+    let Ok((identity, _)) = read else {
         return false;
     };
     let Some(last) = history.summary().updated_ms else {
@@ -90,7 +89,7 @@ fn prune_one(sessions: &Sessions, id: &SessionId, cutoff: i64) -> bool {
     }
     // The name must still lead to the file that was read.
     let same = fs::symlink_metadata(&path)
-        .is_ok_and(|m| m.dev() == streamed.identity.dev && m.ino() == streamed.identity.ino);
+        .is_ok_and(|m| m.dev() == identity.dev && m.ino() == identity.ino);
     same && fs::remove_file(&path).is_ok()
 }
 

@@ -1,7 +1,7 @@
 //! The session state of one child, owned by the session worker: the attachment, the selection
 //! in effect, and the paged snapshots of `session.list` and `model.catalog`.
 
-use crate::history::{History, Item, Projection, Replay};
+use crate::history::{History, Item, Projection};
 use crate::store::{Appender, Identity, Lease, SessionId};
 use crate::util::ids::fresh_revision;
 use crate::util::paging;
@@ -76,19 +76,14 @@ pub struct Attachment {
 }
 
 impl Attachment {
-    /// The conversation the provider is given (`runner.md` 4): the stored turns so far, with
-    /// the open turn as recorded. `history_limit` or `session_invalid` when the history
-    /// cannot be replayed whole.
-    pub fn replay(&self) -> Result<&[Item], ErrorCode> {
+    /// The items of the first whole turn the window holds (`session_invalid` when the state
+    /// was dropped or refused), for the title request's exchange.
+    pub fn first_turn(&self) -> Result<&[Item], ErrorCode> {
         let h = self.history.as_ref().ok_or(ErrorCode::SessionInvalid)?;
-        h.replay().map(Replay::items).map_err(ErrorCode::from)
-    }
-
-    /// The whole replay state (items and what compaction needs), under the same refusals as
-    /// [`Self::replay`].
-    pub fn replay_state(&self) -> Result<&Replay, ErrorCode> {
-        let h = self.history.as_ref().ok_or(ErrorCode::SessionInvalid)?;
-        h.replay().map_err(ErrorCode::from)
+        if let Some(e) = h.error() {
+            return Err(e.into());
+        }
+        h.first_turn().ok_or(ErrorCode::SessionInvalid)
     }
 }
 

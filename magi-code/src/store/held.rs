@@ -191,6 +191,86 @@ pub fn read_held(path: &Path, max_bytes: u64, max_lines: usize) -> Result<Held, 
     Ok(Held { bytes, identity })
 }
 
+/// A regular file held open (one open, no symlink followed, never blocking on a FIFO) for
+/// positional reads of parts of it: a read window from its end, its first record.
+#[derive(Debug)]
+pub struct HeldFile {
+    file: File,
+    before: fs::Metadata,
+    path: std::path::PathBuf,
+}
+
+impl HeldFile {
+    /// Opens `path` as [`stream_held`] does, whatever its length.
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let (file, before) = open_held(path, u64::MAX)?;
+        Ok(Self {
+            file,
+            before,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Its length when opened.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.before.len()
+    }
+
+    /// Whether it was empty when opened.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` from `offset`.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|_| ReadError::Unsafe)
+    }
+
+    /// Streams the lines of `[start, end)` (LF excluded; `end` just after an LF) to
+    /// `on_line`; false from it stops the read (`Ok(false)`).
+    pub fn lines(
+        &self,
+        start: u64,
+        end: u64,
+        on_line: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, ReadError> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = &self.file;
+        f.seek(SeekFrom::Start(start))
+            .map_err(|_| ReadError::Unsafe)?;
+        let mut reader = io::BufReader::with_capacity(64 * 1024, f.take(end.saturating_sub(start)));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|_| ReadError::Unsafe)?;
+            if n == 0 {
+                return Ok(true);
+            }
+            if line.last() != Some(&b'\n') {
+                // The file changed under the read.
+                return Err(ReadError::Unsafe);
+            }
+            if !on_line(&line[..line.len() - 1]) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The file's identity, if it did not change since it was opened and its name still
+    /// leads to it.
+    pub fn finish(self) -> Result<Identity, ReadError> {
+        let len = self.before.len();
+        unchanged(&self.path, &self.file, self.before, len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ pub mod paths;
 pub mod replace;
 
 pub use append::Appender;
-pub use held::{read_held, stream_held, Held, Identity, ReadError, Streamed};
+pub use held::{read_held, stream_held, Held, HeldFile, Identity, ReadError, Streamed};
 pub use lease::{Lease, LeaseError};
 pub use paths::{LeaseKind, SessionId, Sessions};
 pub use replace::{replace_atomically, sync_dir, Sweep};

@@ -1,0 +1,645 @@
+//! The state derived from a history's read window (`decisions.md` 47–48), record by record:
+//! the summary, the turns the window holds with their projections and replays, and the
+//! window's own bounds, which it keeps by dropping its oldest records as appends go past them.
+//! Sans-IO: lines and offsets in; projection, replay snapshot and summary out.
+
+use super::compact::Snapshot;
+use super::projection::{self, Projection, Projector, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PARTS};
+use super::record::{Body, HistoryError, Record};
+use super::replay::{Item, Replay};
+use super::window::Bounds;
+use super::{Preferences, Summary};
+use crate::store::SessionId;
+use crate::util::time::parse_rfc3339;
+use std::collections::VecDeque;
+
+/// The fixed note in the summary's place when the window holds no compaction and does not
+/// reach the file's start (`decisions.md` 47).
+pub const LEFT_OUT_NOTE: &str = "earlier turns were left out";
+
+/// The latest compaction of a turn.
+#[derive(Debug, Clone)]
+struct Point {
+    summary: String,
+    /// Its `through` as stored (absent: everything before it).
+    through: Option<u64>,
+    /// Its own sequence number.
+    seq: u64,
+    /// The `compaction` record's index in its group.
+    local: usize,
+    /// The group replay's item count when it came.
+    item_at: usize,
+}
+
+/// What a group's records say of usage: the last `usage` record's input tokens, whether a
+/// compaction came after it, and the stored bytes of the other records after it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    tokens: Option<u64>,
+    reset: bool,
+    after: u64,
+}
+
+/// One turn of the window (records from its `user_input` to the next), or the lead: the
+/// records before the window's first `user_input`.
+#[derive(Debug)]
+struct Group {
+    /// A turn (it starts with its `user_input`), not the lead.
+    turn: bool,
+    /// It holds every record of its turn (the lead: of the file's start).
+    whole: bool,
+    /// Stored line lengths of its records in the window, oldest first.
+    sizes: VecDeque<u64>,
+    /// Records dropped from its front as the window moved on (after the first record, which
+    /// is never dropped, when it holds it).
+    dropped: usize,
+    /// It holds the file's first record (at index 0).
+    keeps_first: bool,
+    /// The projector while the group is the newest.
+    projector: Option<Projector>,
+    /// Its parts once closed; `None` once no projection can show it any more.
+    parts: Option<TurnParts>,
+    /// A run of it has no `run_finished`.
+    open: bool,
+    /// Its replay; `None` once no replay needs its items any more.
+    replay: Option<Replay>,
+    /// Its input and the input's sequence number.
+    input: Option<(u64, String)>,
+    /// Files its calls wrote or edited.
+    files: Vec<String>,
+    comp: Option<Point>,
+    usage: Usage,
+}
+
+impl Group {
+    fn new(turn: bool, whole: bool, cards: bool, project: bool) -> Self {
+        Self {
+            turn,
+            whole,
+            sizes: VecDeque::new(),
+            dropped: 0,
+            keeps_first: false,
+            projector: project.then(|| Projector::with_cards(cards)),
+            parts: None,
+            open: false,
+            replay: project.then(Replay::default),
+            input: None,
+            files: Vec::new(),
+            comp: None,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Its replay items, when kept (a group cut at its front has none: its turn is not whole).
+    fn items(&self) -> Option<&[Item]> {
+        if !self.whole {
+            return Some(&[]);
+        }
+        self.replay.as_ref().map(Replay::items)
+    }
+
+    /// Whether its record at index `local` is still in the window.
+    fn holds(&self, local: usize) -> bool {
+        let kept = usize::from(self.keeps_first);
+        local < kept || local >= kept + self.dropped
+    }
+
+    /// Its compaction, if that record is still in the window.
+    fn point(&self) -> Option<&Point> {
+        self.comp.as_ref().filter(|p| self.holds(p.local))
+    }
+
+    /// Ends the group: its projection settles into parts and its turn closes as interrupted
+    /// if no `run_finished` closed it.
+    fn close(&mut self) {
+        if let Some(p) = self.projector.take() {
+            self.open = p.open();
+            self.parts = Some(p.parts());
+        }
+        if let Some(r) = self.replay.as_mut() {
+            r.close_open_turn();
+            self.files = r.written().to_vec();
+        }
+    }
+
+    fn parts(&self) -> Option<TurnParts> {
+        match &self.projector {
+            Some(p) => Some(p.parts()),
+            None => self.parts.clone(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.projector.as_ref().map_or(self.open, Projector::open)
+    }
+}
+
+/// How the absolute record indices of the window are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    /// The index of the window's sequence 0 (0 when it reaches the file's start).
+    Known(u64),
+    /// A window whose start's index is unknown: a compaction's `through` names its own turn.
+    Unknown,
+}
+
+/// The state derived from one history's read window, extended record by record. It refuses
+/// what a stored read refuses, so extending it equals reading the window afresh.
+#[derive(Debug)]
+pub struct History {
+    id: SessionId,
+    summary: Summary,
+    project: bool,
+    cards: bool,
+    /// Keep every group's replay items (a rebuild after the window dropped a compaction).
+    keep_items: bool,
+    bounds: Bounds,
+    groups: VecDeque<Group>,
+    /// Whether the window reaches the file's start.
+    whole: bool,
+    /// Counted window bytes and lines (the first record excluded).
+    bytes: u64,
+    lines: usize,
+    /// Records taken (the next record's sequence number).
+    seq: u64,
+    base: Base,
+    /// File offset just after the last record taken.
+    end: u64,
+    /// Sticky: the first refusal.
+    error: Option<HistoryError>,
+}
+
+impl History {
+    /// The state of an empty history of `id`; `project` keeps the projection and replay too.
+    #[must_use]
+    pub fn new(id: &SessionId, project: bool) -> Self {
+        Self {
+            id: id.clone(),
+            summary: Summary::default(),
+            project,
+            cards: false,
+            keep_items: false,
+            bounds: Bounds::READ,
+            groups: VecDeque::new(),
+            whole: true,
+            bytes: 0,
+            lines: 0,
+            seq: 0,
+            base: Base::Known(0),
+            end: 0,
+            error: None,
+        }
+    }
+
+    /// Projects `tool_card` entries (the child negotiated `tool.cards`); before the first record.
+    pub fn show_cards(&mut self, cards: bool) {
+        self.cards = cards;
+    }
+
+    /// Keeps every turn's replay items, so a snapshot never finds them dropped.
+    pub fn keep_items(&mut self) {
+        self.keep_items = true;
+    }
+
+    /// A window under other bounds than the protocol's (tests); before the first record.
+    pub fn set_bounds(&mut self, bounds: Bounds) {
+        self.bounds = bounds;
+    }
+
+    /// The read went on at `offset`, past a gap after the first record: the window does not
+    /// reach the file's start, and the group of the first record is not whole.
+    pub fn skip_to(&mut self, offset: u64) {
+        if offset > self.end {
+            self.whole = false;
+            self.base = Base::Unknown;
+            if let Some(g) = self.groups.back_mut() {
+                g.whole = false;
+            }
+            self.end = offset;
+        }
+    }
+
+    /// The absolute index of the window's sequence 0, when known otherwise than from the
+    /// window (derived metadata); before the first counted record.
+    pub fn set_base(&mut self, base: u64) {
+        if !self.whole {
+            self.base = Base::Known(base);
+        }
+    }
+
+    /// Takes one complete stored line (LF excluded).
+    pub fn line(&mut self, line: &[u8]) -> Result<(), HistoryError> {
+        match Record::parse(line) {
+            Ok(r) => self.push(&r, line.len() + 1),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Takes one record whose stored line is `bytes` long (LF included).
+    pub fn push(&mut self, r: &Record, bytes: usize) -> Result<(), HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.record(r, bytes as u64).map_err(|e| self.fail(e))
+    }
+
+    /// Sticks `e` and frees what no longer can be used.
+    fn fail(&mut self, e: HistoryError) -> HistoryError {
+        self.error = Some(e);
+        self.groups.clear();
+        e
+    }
+
+    fn record(&mut self, r: &Record, bytes: u64) -> Result<(), HistoryError> {
+        if r.session_id != self.id.as_str() {
+            return Err(HistoryError::Invalid);
+        }
+        let ts = parse_rfc3339(&r.ts).ok_or(HistoryError::Invalid)?;
+        let first = self.seq == 0 && self.end == 0;
+        if !first && bytes > self.bounds.bytes {
+            // A record no window can hold (`decisions.md` 47).
+            return Err(HistoryError::TooLarge);
+        }
+        self.note(r, ts);
+        let offset = self.end;
+        let seq = self.seq;
+        self.seq += 1;
+        self.end += bytes;
+        let input = matches!(r.body, Body::UserInput { .. });
+        if input || self.groups.is_empty() {
+            if let Some(g) = self.groups.back_mut() {
+                g.close();
+            }
+            let whole = input || self.whole;
+            let mut g = Group::new(input, whole, self.cards, self.project);
+            g.keeps_first = first;
+            self.groups.push_back(g);
+            self.forget_unshowable();
+        }
+        let g = self.groups.back_mut().ok_or(HistoryError::Invalid)?;
+        let local = g.dropped + g.sizes.len();
+        g.sizes.push_back(bytes);
+        if let Some(p) = g.projector.as_mut() {
+            p.push(r, offset);
+        }
+        if let Body::UserInput { text, .. } = &r.body {
+            g.input = Some((seq, text.clone()));
+        }
+        match &r.body {
+            Body::Usage { input_tokens, .. } => {
+                g.usage = Usage {
+                    tokens: Some(*input_tokens),
+                    reset: false,
+                    after: 0,
+                };
+            }
+            body => {
+                g.usage.after += bytes;
+                if let Body::Compaction {
+                    summary: Some(summary),
+                    through,
+                    ..
+                } = body
+                {
+                    g.usage.reset = true;
+                    g.comp = Some(Point {
+                        summary: summary.clone(),
+                        through: *through,
+                        seq,
+                        local,
+                        item_at: g.replay.as_ref().map_or(0, |rp| rp.items().len()),
+                    });
+                }
+            }
+        }
+        if let Some(rp) = g.replay.as_mut() {
+            rp.push(r, usize::try_from(bytes).unwrap_or(usize::MAX));
+        }
+        if !first {
+            self.bytes += bytes;
+            self.lines += 1;
+            self.slide();
+        }
+        if matches!(r.body, Body::Compaction { summary: Some(_), .. }) {
+            self.forget_unreplayed();
+        }
+        Ok(())
+    }
+
+    /// The absolute index of sequence number `seq`, as far as it is known (an unknown base
+    /// counts from the window).
+    fn base_of(&self, seq: u64) -> u64 {
+        match self.base {
+            Base::Known(b) => b + seq,
+            Base::Unknown => seq,
+        }
+    }
+
+    /// The summary's part of a record.
+    fn note(&mut self, r: &Record, ts: i64) {
+        let sum = &mut self.summary;
+        sum.records += 1;
+        sum.updated_ms = Some(sum.updated_ms.map_or(ts, |u| u.max(ts)));
+        if let Some(cwd) = r.cwd.as_deref().filter(|c| !c.is_empty()) {
+            if !sum.cwds.iter().any(|c| c == cwd) {
+                sum.cwds.push(cwd.to_owned());
+            }
+        }
+        match &r.body {
+            Body::UserInput { .. } => sum.turns += 1,
+            Body::Title { title } | Body::Compaction { title: Some(title), .. } => {
+                sum.title = Some(title.clone());
+            }
+            Body::SessionPreferences {
+                provider,
+                model,
+                effort,
+            } => {
+                sum.preferences = Some(Preferences {
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    effort: effort.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Drops the oldest counted records while the window is over its bound.
+    fn slide(&mut self) {
+        while self.bytes > self.bounds.bytes || self.lines > self.bounds.lines {
+            // The first record is never dropped: it is not counted.
+            let Some(k) = self
+                .groups
+                .iter()
+                .position(|g| g.sizes.len() > usize::from(g.keeps_first))
+            else {
+                return;
+            };
+            let g = &mut self.groups[k];
+            let Some(size) = g.sizes.remove(usize::from(g.keeps_first)) else {
+                return;
+            };
+            g.dropped += 1;
+            g.whole = false;
+            let empty = g.sizes.is_empty();
+            self.bytes -= size;
+            self.lines -= 1;
+            self.whole = false;
+            if empty {
+                self.groups.remove(k);
+            }
+        }
+    }
+
+    /// Frees the parts of closed turns no projection can show any more: older than closed
+    /// turns that alone fill the snapshot budget.
+    fn forget_unshowable(&mut self) {
+        let (mut bytes, mut parts) = (0usize, 0usize);
+        let mut full = false;
+        for g in self.groups.iter_mut().rev() {
+            if full {
+                g.parts = None;
+                continue;
+            }
+            if let Some(p) = &g.parts {
+                bytes += p.bytes;
+                parts += p.parts.len();
+                full = bytes > SNAPSHOT_BYTES || parts > SNAPSHOT_PARTS;
+            }
+        }
+    }
+
+    /// Frees the replay items of turns the newest compaction made unneeded (their inputs and
+    /// files are kept).
+    fn forget_unreplayed(&mut self) {
+        if self.keep_items {
+            return;
+        }
+        let Some((gi, start)) = self.replay_start() else {
+            return;
+        };
+        for g in self.groups.iter_mut().take(gi.min(start)) {
+            g.replay = None;
+        }
+    }
+
+    /// A compaction's `through` as an absolute index (never past the record itself).
+    fn through(&self, p: &Point) -> u64 {
+        let at = self.base_of(p.seq);
+        p.through.map_or(at, |t| t.min(at))
+    }
+
+    /// The group of the newest compaction in the window and the first group its replay
+    /// starts from (the turns whose inputs are at or after its `through`; `len` if none).
+    fn replay_start(&self) -> Option<(usize, usize)> {
+        let gi = self.groups.iter().rposition(|g| g.point().is_some())?;
+        let through = self.through(self.groups[gi].point()?);
+        let start = match self.base {
+            Base::Known(_) => self
+                .groups
+                .iter()
+                .position(|g| {
+                    g.turn
+                        && g.whole
+                        && g.input
+                            .as_ref()
+                            .is_some_and(|(s, _)| self.base_of(*s) >= through)
+                })
+                .unwrap_or(self.groups.len()),
+            // Without the window's base, `through` names the compaction's own turn (what this
+            // backend writes), or the turn after it if that one is not whole.
+            Base::Unknown => {
+                if self.groups[gi].turn && self.groups[gi].whole {
+                    gi
+                } else {
+                    gi + 1
+                }
+            }
+        };
+        Some((gi, start))
+    }
+
+    /// Ends a read of the stored file: `torn_tail` says its last line had no LF. A turn open
+    /// there stays open in the replay (a rebuild under our own running turn).
+    pub fn finish_read(&mut self, torn_tail: bool) {
+        self.summary.torn_tail = torn_tail;
+        if self.base == Base::Unknown {
+            // Calibrate the base from the newest compaction: its `through` names its turn.
+            let calibrated = self.groups.iter().rev().find_map(|g| {
+                let p = g.point()?;
+                let (s, _) = g.input.as_ref().filter(|_| g.whole)?;
+                p.through?.checked_sub(*s)
+            });
+            if let Some(b) = calibrated {
+                self.base = Base::Known(b);
+            }
+        }
+    }
+
+    /// Closes a turn left open in the stored file as interrupted: at open, no live loop
+    /// owns it.
+    pub fn close_open_turn(&mut self) {
+        if let Some(rp) = self.groups.back_mut().and_then(|g| g.replay.as_mut()) {
+            rp.close_open_turn();
+        }
+    }
+
+    /// Our own append succeeded: it cut any torn tail first.
+    pub fn appended(&mut self) {
+        self.summary.torn_tail = false;
+    }
+
+    /// The file offset just after the last record taken: where the next append lands.
+    #[must_use]
+    pub const fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// The projection window (`decisions.md` 48) of the history as it stands.
+    pub fn project(&self) -> Result<Projection, HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut turns: Vec<TurnParts> = Vec::new();
+        let mut left_out = !self.whole;
+        let mut interrupted = self.summary.torn_tail;
+        for g in self.groups.iter().rev() {
+            if !g.whole {
+                left_out = true;
+                break;
+            }
+            interrupted |= g.is_open();
+            match g.parts() {
+                Some(p) => turns.push(p),
+                None => {
+                    left_out = true;
+                    break;
+                }
+            }
+        }
+        turns.reverse();
+        Ok(projection::window(&turns, left_out, interrupted))
+    }
+
+    /// What the history says besides its projection.
+    #[must_use]
+    pub const fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// The absolute index the next record gets (the records before it, from the session's
+    /// start, as far as the window knows them).
+    #[must_use]
+    pub fn records(&self) -> u64 {
+        self.base_of(self.seq)
+    }
+
+    /// What a turn starts from (`runner.md` 7, `decisions.md` 47): the newest compaction in the
+    /// window with the inputs before it and everything after it; without one, every whole turn,
+    /// after the fixed note when the window does not reach the file's start. `Evicted` when items
+    /// it needs were freed (the window dropped the compaction that made them unneeded).
+    pub fn snapshot(&self) -> Result<Snapshot, HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut s = Snapshot {
+            records: self.records(),
+            ..Snapshot::default()
+        };
+        for g in &self.groups {
+            for f in &g.files {
+                if !s.files.contains(f) {
+                    s.files.push(f.clone());
+                }
+            }
+            if let Some(rp) = g.replay.as_ref().filter(|_| g.projector.is_some()) {
+                for f in rp.written() {
+                    if !s.files.contains(f) {
+                        s.files.push(f.clone());
+                    }
+                }
+            }
+        }
+        s.inputs = self
+            .groups
+            .iter()
+            .filter(|g| g.turn && g.whole)
+            .filter_map(|g| g.input.as_ref())
+            .map(|(_, t)| t.clone())
+            .collect();
+        let (tokens, after) = self.usage();
+        s.last_input_tokens = tokens;
+        s.bytes_since_usage = after;
+        let items = |from: usize| -> Result<Vec<Item>, HistoryError> {
+            let mut v = Vec::new();
+            for g in self.groups.iter().skip(from) {
+                v.extend_from_slice(g.items().ok_or(HistoryError::Evicted)?);
+            }
+            Ok(v)
+        };
+        let Some((gi, start)) = self.replay_start() else {
+            if self.whole {
+                s.inputs_before = s.inputs.len();
+            } else {
+                s.summary = Some(LEFT_OUT_NOTE.to_owned());
+            }
+            s.after = items(0)?;
+            return Ok(s);
+        };
+        let point = self.groups[gi].point().ok_or(HistoryError::Invalid)?;
+        s.summary = Some(point.summary.clone());
+        // The inputs before the turns the replay starts from.
+        s.inputs_before = self
+            .groups
+            .iter()
+            .take(start)
+            .filter(|g| g.turn && g.whole && g.input.is_some())
+            .count();
+        let at_items = self.groups[gi].items().ok_or(HistoryError::Evicted)?;
+        let at = point.item_at.min(at_items.len());
+        if start <= gi {
+            for g in self.groups.iter().skip(start).take(gi - start) {
+                s.mid.extend_from_slice(g.items().ok_or(HistoryError::Evicted)?);
+            }
+            s.mid.extend_from_slice(&at_items[..at]);
+            s.after = at_items[at..].to_vec();
+            s.after.extend(items(gi + 1)?);
+        } else {
+            s.after = items(start)?;
+        }
+        Ok(s)
+    }
+
+    /// The last usage's input tokens (none after a compaction) and the stored bytes since.
+    fn usage(&self) -> (Option<u64>, u64) {
+        let mut after = 0u64;
+        let mut reset = false;
+        for g in self.groups.iter().rev() {
+            after += g.usage.after;
+            if g.usage.tokens.is_some() {
+                return ((!reset && !g.usage.reset).then_some(g.usage.tokens).flatten(), after);
+            }
+            reset |= g.usage.reset;
+        }
+        (None, after)
+    }
+
+    /// The items of the window's first whole turn, if kept (the title request's exchange).
+    #[must_use]
+    pub fn first_turn(&self) -> Option<&[Item]> {
+        self.groups
+            .iter()
+            .find(|g| g.turn && g.whole)
+            .and_then(Group::items)
+    }
+
+    /// The first refusal, if any.
+    #[must_use]
+    pub const fn error(&self) -> Option<HistoryError> {
+        self.error
+    }
+}
+
+#[cfg(test)]
+mod tests;
