@@ -269,15 +269,92 @@ fn directory_and_session_bounds_are_discovery_limit() {
     c.status();
     fs::remove_file(extra).unwrap();
     c.list(100);
-    // One history over the per-file line bound (10,000 lines): discovery_limit, no partial page.
+    // One history over the per-file line bound (10,000 lines) is listed all the same.
     let mut long = vec![rec("session_meta", "h001", &json!({}))];
     long.extend((0..10_000).map(|_| rec("title", "h001", &json!({ "title": "t" }))));
     write_history(&env, "h001", &long);
-    c.fails("session.list", &json!({}), "discovery_limit");
-    long.pop();
-    write_history(&env, "h001", &long);
     let (all, _) = c.list_all(100);
-    assert_eq!(all.len(), 256, "exactly 10,000 lines is within the bound");
+    assert_eq!(all.len(), 256, "a large history never fails the listing");
+    c.s.shutdown_ok("bye");
+}
+
+/// A history of exactly `bytes` bytes whose early records carry the title `early`, then
+/// user inputs of filler, the last with the timestamp `ts`.
+fn sized(env: &Env, id: &str, bytes: usize, ts: &str) -> Vec<u8> {
+    let mut head = jsonl(&[
+        meta(env, id),
+        rec("title", id, &json!({ "title": "early" })),
+    ]);
+    let filler = |n: usize, text_len: usize| {
+        let mut r = rec(
+            "user_input",
+            id,
+            &json!({ "run_id": format!("r{n}"), "text": "f".repeat(text_len) }),
+        );
+        r["ts"] = json!(ts);
+        jsonl(&[r])
+    };
+    let overhead = filler(0, 0).len();
+    let mut n = 0;
+    while head.len() + 2 * (overhead + 100_000) < bytes {
+        head.extend(filler(n, 100_000));
+        n += 1;
+    }
+    let rest = bytes - head.len();
+    // Two last lines, so the newest whole record fits well within the newest 1 MiB.
+    let a = rest / 2;
+    head.extend(filler(n, a - filler(n, 0).len()));
+    let b = bytes - head.len();
+    head.extend(filler(n + 1, b - filler(n + 1, 0).len()));
+    assert_eq!(head.len(), bytes);
+    head
+}
+
+/// `decisions.md` 49: a history within the per-session bounds is read whole; one byte or one
+/// line more, it is listed from its first record and newest records within 1 MiB.
+#[test]
+fn large_histories_are_listed_from_their_newest_records() {
+    let env = Env::new();
+    let at = protocol_core::limits::DISCOVERY_SESSION_BYTES as usize;
+    write_raw(&env, "exact.jsonl", &sized(&env, "exact", at, "2026-12-01T10:00:00Z"));
+    write_raw(&env, "over.jsonl", &sized(&env, "over", at + 1, "2026-12-01T11:00:00Z"));
+    // Lines: exactly 10,000 and one more, titles only at the start.
+    let lines = |id: &str, n: usize| {
+        let mut v = vec![meta(&env, id), rec("title", id, &json!({ "title": "early" }))];
+        v.extend((2..n).map(|i| rec("usage", id, &json!({ "run_id": format!("r{i}"), "input_tokens": 1, "output_tokens": 1 }))));
+        v
+    };
+    write_history(&env, "lexact", &lines("lexact", 10_000));
+    write_history(&env, "lover", &lines("lover", 10_001));
+    // A large history whose newest record is over 1 MiB: nothing whole to list it from.
+    let mut big = sized(&env, "nowhole", at + 1, "2026-12-01T11:00:00Z");
+    big.extend(jsonl(&[rec(
+        "title",
+        "nowhole",
+        &json!({ "title": "x".repeat(1 << 20) }),
+    )]));
+    write_raw(&env, "nowhole.jsonl", &big);
+    // A large history whose newest records name another workspace: excluded.
+    let mut other = sized(&env, "other", at + 1, "2026-12-01T11:00:00Z");
+    other.extend(jsonl(&[rec("title", "other", &json!({ "title": "t", "cwd": "/" }))]));
+    write_raw(&env, "other.jsonl", &other);
+    let mut c = Client::start(&env, &BASE);
+    let (all, first) = c.list_all(100);
+    let got = by_id(&all);
+    assert_eq!(
+        ids_of(&all),
+        ["exact", "lexact", "lover", "over"],
+        "{all:?}"
+    );
+    assert_eq!(first["notices"], json!(["sessions_omitted_invalid"]));
+    assert_eq!(got["exact"]["title"], "early", "read whole");
+    assert_eq!(got["exact"]["updated_at"], "2026-12-01T10:00:00Z");
+    assert_eq!(got["lexact"]["title"], "early");
+    for id in ["over", "lover"] {
+        assert!(got[id]["title"].is_null(), "{id}: the title is older than what is read");
+        assert_eq!(got[id]["eligibility"], "available");
+    }
+    assert_eq!(got["over"]["updated_at"], "2026-12-01T11:00:00Z");
     c.s.shutdown_ok("bye");
 }
 

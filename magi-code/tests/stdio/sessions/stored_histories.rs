@@ -356,10 +356,12 @@ fn recorded_cwd_must_be_the_childs_canonical_cwd() {
     c.s.shutdown_ok("bye");
 }
 
+/// Histories past every read and projection bound open as windows (`decisions.md` 47, 48);
+/// only a newest record no window can hold is `history_limit`.
 #[test]
-fn oversized_histories_are_history_limit() {
+fn histories_past_the_bounds_open_as_windows() {
     let env = Env::new();
-    // Over 64 MiB of valid lines.
+    // Over 64 MiB of valid lines: a window of the newest.
     {
         let path = sessions_dir(&env).join("bytes.jsonl");
         let mut f = std::io::BufWriter::new(fs::File::create(&path).unwrap());
@@ -374,35 +376,55 @@ fn oversized_histories_are_history_limit() {
             f.write_all(&line).unwrap();
             written += line.len();
         }
+        f.write_all(&jsonl(&run("bytes", "last", "the newest turn", None)))
+            .unwrap();
         f.flush().unwrap();
     }
-    // Over 100,000 lines (about 8 MiB), and exactly 100,000 lines (within the budget).
+    // A newest record of more than 64 MiB: no window holds it.
+    {
+        let path = sessions_dir(&env).join("huge.jsonl");
+        let mut f = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+        f.write_all(&jsonl(&[meta(&env, "huge")])).unwrap();
+        f.write_all(&jsonl(&[rec(
+            "title",
+            "huge",
+            &json!({ "title": "t".repeat((64 << 20) + 1) }),
+        )]))
+        .unwrap();
+        f.flush().unwrap();
+    }
+    // 100,001 lines: the first record and exactly 100,000 more (the first is read beside the
+    // bound); 100,002: the oldest counted line is left out.
     let many_lines = |id: &str, n: usize| {
         let mut v = jsonl(&[meta(&env, id)]);
+        v.extend(jsonl(&run(id, "r0", "the oldest turn", None)));
         let short = jsonl(&[rec("title", id, &json!({ "title": "t" }))]);
-        for _ in 1..n {
+        for _ in 3..n {
             v.extend_from_slice(&short);
         }
         v
     };
-    write_raw(&env, "lines.jsonl", &many_lines("lines", 100_001));
-    let at_limit = many_lines("atlimit", 100_000);
-    write_raw(&env, "atlimit.jsonl", &at_limit);
-    // Over 10,000 projected parts.
-    let mut parts = vec![meta(&env, "parts")];
-    for i in 0..10_001 {
-        parts.push(rec(
-            "user_input",
-            "parts",
-            &json!({ "run_id": format!("r{i}"), "text": "p" }),
-        ));
-        parts.push(rec(
-            "run_finished",
-            "parts",
-            &json!({ "run_id": format!("r{i}"), "outcome": "completed" }),
-        ));
-    }
-    write_history(&env, "parts", &parts);
+    write_raw(&env, "atlimit.jsonl", &many_lines("atlimit", 100_001));
+    write_raw(&env, "lines.jsonl", &many_lines("lines", 100_002));
+    // 10,000 projected parts, and one more.
+    let parts_of = |id: &str, n: usize| {
+        let mut v = vec![meta(&env, id)];
+        for i in 0..n {
+            v.push(rec(
+                "user_input",
+                id,
+                &json!({ "run_id": format!("r{i}"), "text": format!("p{i}") }),
+            ));
+            v.push(rec(
+                "run_finished",
+                id,
+                &json!({ "run_id": format!("r{i}"), "outcome": "completed" }),
+            ));
+        }
+        v
+    };
+    write_history(&env, "parts", &parts_of("parts", 10_000));
+    write_history(&env, "partsover", &parts_of("partsover", 10_001));
     // Just over 8 MiB of serialized projection in fewer parts: 530 inputs of about 16 KB.
     // One long word, not many short ones: the redactor every projected text goes through
     // costs per word, and this test is about the bound, not the redactor.
@@ -416,15 +438,43 @@ fn oversized_histories_are_history_limit() {
 
     let mut c = Client::start(&env, &BASE);
     let rev = c.open_rev("keep");
-    for id in ["bytes", "lines", "parts", "projbytes"] {
-        let f = open_large(&mut c, id);
-        assert_error(&f, f["id"].as_str(), "history_limit");
-        assert_eq!(c.attached(), "keep", "after {id}");
-    }
+    let f = open_large(&mut c, "huge");
+    assert_error(&f, f["id"].as_str(), "history_limit");
+    assert_eq!(c.attached(), "keep");
     c.page("keep", &rev, None);
-    let r = result(&open_large(&mut c, "atlimit")).clone();
-    assert_open_result(&r, "atlimit");
-    assert_eq!(r["durable"], true);
+    // Every other one opens, durable, and pages to its end.
+    let mut opened = |c: &mut Client, id: &str| -> (Vec<Value>, bool) {
+        let r = result(&open_large(c, id)).clone();
+        assert_open_result(&r, id);
+        assert_eq!(r["durable"], true);
+        let rev = r["revision"].as_str().unwrap().to_owned();
+        let (entries, _, complete) = c.page_all_complete(id, &rev);
+        (entries, complete)
+    };
+    let earlier = |e: &[Value]| {
+        e[0]["kind"] == "diagnostic"
+            && e[0]["text"] == "earlier history is not shown"
+            && e[0]["partial"] == false
+    };
+    let (e, complete) = opened(&mut c, "bytes");
+    assert!(!complete && earlier(&e), "{:?}", &e[..1]);
+    assert_eq!(e.last().unwrap()["text"], "the newest turn");
+    let (e, complete) = opened(&mut c, "atlimit");
+    assert!(complete, "nothing left out");
+    assert_eq!(e[0]["text"], "the oldest turn");
+    let (e, complete) = opened(&mut c, "lines");
+    assert!(!complete && earlier(&e));
+    assert!(e.iter().all(|x| x["text"] != "the oldest turn"));
+    let (e, complete) = opened(&mut c, "parts");
+    assert!(complete);
+    assert_eq!(e.len(), 10_000);
+    let (e, complete) = opened(&mut c, "partsover");
+    assert!(!complete && earlier(&e));
+    assert_eq!(e.len(), 10_000, "the diagnostic and the newest 9,999 turns");
+    assert_eq!(e[1]["text"], "p2");
+    assert_eq!(e.last().unwrap()["text"], "p10000");
+    let (e, complete) = opened(&mut c, "projbytes");
+    assert!(!complete && earlier(&e));
     c.s.shutdown_ok("bye");
 }
 
