@@ -186,9 +186,8 @@ pub fn examine(
 ) -> Result<Examined, ReadError> {
     let per_lines = budget.file_lines.min(budget.lines);
     let lease = sessions.lease_present(id);
-    let taken = HeldFile::open(&sessions.history_path(id)).and_then(|f| {
-        take(f, id, budget.file_bytes, per_lines, budget.bytes)
-    });
+    let taken = HeldFile::open(&sessions.history_path(id))
+        .and_then(|f| take(f, id, budget.file_bytes, per_lines, budget.bytes));
     let taken = match taken {
         Ok(Ok(t)) => t,
         Ok(Err(read)) => {

@@ -599,8 +599,8 @@ pub fn window(turns: &[TurnParts], left_out: bool, interrupted: bool) -> Project
     let all_bytes: usize = turns.iter().map(|t| t.bytes).sum();
     let all_parts: usize = turns.iter().map(|t| t.parts.len()).sum();
     let mut p = Projection::default();
-    let fits_all = all_bytes + tail_bytes <= SNAPSHOT_BYTES
-        && all_parts + tail_parts <= SNAPSHOT_PARTS;
+    let fits_all =
+        all_bytes + tail_bytes <= SNAPSHOT_BYTES && all_parts + tail_parts <= SNAPSHOT_PARTS;
     if !left_out && fits_all {
         for t in turns {
             for e in &t.parts {

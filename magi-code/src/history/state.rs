@@ -320,7 +320,13 @@ impl History {
             self.lines += 1;
             self.slide();
         }
-        if matches!(r.body, Body::Compaction { summary: Some(_), .. }) {
+        if matches!(
+            r.body,
+            Body::Compaction {
+                summary: Some(_),
+                ..
+            }
+        ) {
             self.forget_unreplayed();
         }
         Ok(())
@@ -347,7 +353,10 @@ impl History {
         }
         match &r.body {
             Body::UserInput { .. } => sum.turns += 1,
-            Body::Title { title } | Body::Compaction { title: Some(title), .. } => {
+            Body::Title { title }
+            | Body::Compaction {
+                title: Some(title), ..
+            } => {
                 sum.title = Some(title.clone());
             }
             Body::SessionPreferences {
@@ -600,7 +609,8 @@ impl History {
         let at = point.item_at.min(at_items.len());
         if start <= gi {
             for g in self.groups.iter().skip(start).take(gi - start) {
-                s.mid.extend_from_slice(g.items().ok_or(HistoryError::Evicted)?);
+                s.mid
+                    .extend_from_slice(g.items().ok_or(HistoryError::Evicted)?);
             }
             s.mid.extend_from_slice(&at_items[..at]);
             s.after = at_items[at..].to_vec();
@@ -618,7 +628,12 @@ impl History {
         for g in self.groups.iter().rev() {
             after += g.usage.after;
             if g.usage.tokens.is_some() {
-                return ((!reset && !g.usage.reset).then_some(g.usage.tokens).flatten(), after);
+                return (
+                    (!reset && !g.usage.reset)
+                        .then_some(g.usage.tokens)
+                        .flatten(),
+                    after,
+                );
             }
             reset |= g.usage.reset;
         }

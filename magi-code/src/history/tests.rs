@@ -208,7 +208,10 @@ fn extending_equals_reading_afresh() {
 #[test]
 fn a_record_larger_than_the_window_is_refused_and_sticks() {
     let mut h = History::new(&id(), true);
-    h.set_bounds(Bounds { bytes: 100, lines: 10 });
+    h.set_bounds(Bounds {
+        bytes: 100,
+        lines: 10,
+    });
     let line =
         serde_json::to_vec(&json!({"type":"title","session_id":"s1","ts":TS,"title":"t"})).unwrap();
     let r = Record::parse(&line).unwrap();

@@ -213,7 +213,9 @@ pub fn scan_bytes(bytes: &[u8], bounds: Bounds) -> Result<Window, HistoryError> 
 /// there and at most [`FIRST_RECORD_BYTES`] long.
 #[must_use]
 pub fn first_record_end(head: &[u8]) -> Option<u64> {
-    let n = head.len().min(usize::try_from(FIRST_RECORD_BYTES).unwrap_or(usize::MAX));
+    let n = head
+        .len()
+        .min(usize::try_from(FIRST_RECORD_BYTES).unwrap_or(usize::MAX));
     memchr::memchr(b'\n', &head[..n]).map(|i| i as u64 + 1)
 }
 

@@ -1,9 +1,8 @@
-//! A reply past what a run stores (`content_limit`) over real pipes against the fake Chat
-//! model: the run keeps the reply up to the bound, says so with a `diagnostic`, reports its
-//! persistence truthfully, and the session it leaves still opens in a new child, which pages
-//! the partial reply and the failed turn's diagnostic. The bound that binds on a fresh session
-//! is what its history snapshot can still show (8 MiB serialized), below the run's 8 MiB of
-//! text: both are measured at the edge.
+//! A reply past what a run stores (`content_limit`, 8 MiB of text) over real pipes against the
+//! fake Chat model: the run keeps the reply up to the bound, says so with a `diagnostic`,
+//! reports its persistence truthfully, and the session it leaves still opens in a new child.
+//! The bound is per run (`decisions.md` 48): replies at it, turn after turn, never stop the
+//! session from taking the next; the projection window shows the newest of them.
 
 use crate::common::fake_llm::{chat_delta, chat_finish, FakeLlm, Reply};
 use crate::common::{
@@ -44,8 +43,9 @@ fn first_turn(t: &str) -> (Vec<Value>, String, Env, FakeLlm) {
     (frames, sid, env, llm)
 }
 
-/// Opens `sid` in a new child and pages its whole history: the entries.
-fn reopened(env: &Env, sid: &str) -> Vec<Value> {
+/// Opens `sid` in a new child and pages its whole history: the entries and whether the last
+/// page said complete.
+fn reopened(env: &Env, sid: &str) -> (Vec<Value>, bool) {
     let mut s: Server = start(env, &[]);
     let open = s.call("o", "session.open", &json!({"session_id": sid}));
     let rev = result(&open)["revision"]
@@ -64,11 +64,11 @@ fn reopened(env: &Env, sid: &str) -> Vec<Value> {
         entries.extend(r["entries"].as_array().unwrap().iter().cloned());
         cursor = r["next_cursor"].clone();
         if cursor.is_null() {
-            assert_eq!(r["complete"], true);
-            break;
+            return (entries, r["complete"] == true);
         }
+        assert_eq!(r["complete"], false);
     }
-    entries
+    unreachable!()
 }
 
 /// The assistant text of `entries`, parts joined.
@@ -80,11 +80,15 @@ fn assistant_text(entries: &[Value]) -> String {
         .collect()
 }
 
+/// Whether `entries` start with the window's leading entry.
+fn earlier_left_out(entries: &[Value]) -> bool {
+    entries[0]["kind"] == "diagnostic" && entries[0]["text"] == "earlier history is not shown"
+}
+
 #[test]
-fn a_reply_past_the_bound_is_kept_to_it_and_the_session_still_opens() {
-    // Within the run's 8 MiB of text, past what the snapshot can show: stored whole, this
-    // reply made every later `session.open` answer `history_limit`.
-    let long = text(8 << 20);
+fn one_byte_past_the_run_bound_is_kept_to_it_and_the_session_still_opens() {
+    let run_bound = 8 << 20;
+    let long = text(run_bound + 1);
     let (frames, sid, env, _llm) = first_turn(&long);
     let fin = &frames.last().unwrap()["data"];
     assert_eq!(fin["outcome"], "failed");
@@ -98,36 +102,53 @@ fn a_reply_past_the_bound_is_kept_to_it_and_the_session_still_opens() {
     let kept = reconciled(&frames);
     let reconcile = events(&frames, "message.reconcile");
     assert_eq!(reconcile.last().unwrap()["data"]["partial"], true);
+    assert_eq!(kept, long[..run_bound], "kept to the run's bound exactly");
+    // A new child opens the session: one turn whose projection is over the snapshot budget
+    // shows its newest parts that fit, after the leading entry.
+    let (entries, complete) = reopened(&env, &sid);
+    assert!(!complete);
+    assert!(earlier_left_out(&entries));
+    let shown = assistant_text(&entries);
     assert!(
-        long.starts_with(&kept),
-        "the kept reply is the reply's beginning"
+        kept.ends_with(&shown) && shown.len() > (7 << 20),
+        "{}",
+        shown.len()
     );
-    let l = kept.len();
-    // Stopped by what the history can show: close to 8 MiB serialized, below the run bound.
-    assert!(l < 8 << 20, "{l}");
-    assert!(l > (8 << 20) - (256 << 10), "{l}");
-    // A new child opens the session and pages the partial reply and the failed turn.
-    let entries = reopened(&env, &sid);
-    assert_eq!(assistant_text(&entries), kept);
     let last = entries.last().unwrap();
     assert_eq!(last["kind"], "diagnostic");
     assert_eq!(last["text"], "The turn failed: content_limit.");
     let bytes: usize = entries.iter().map(|e| e.to_string().len() + 1).sum();
     assert!(bytes <= 8 << 20, "{bytes}");
+}
 
-    // The edge: a fresh session's first reply of exactly that length is whole ...
-    let (frames, sid, env, _llm) = first_turn(&long[..l]);
-    let fin = &frames.last().unwrap()["data"];
-    assert_eq!(fin["outcome"], "completed", "{fin}");
-    assert_eq!(fin["persistence"], "durable");
-    assert_eq!(diagnostic_codes(&frames), Vec::<String>::new());
-    assert_eq!(reconciled(&frames).len(), l);
-    assert_eq!(assistant_text(&reopened(&env, &sid)).len(), l);
-    // ... and one byte more is the first past it, kept to the same length.
-    let (frames, sid, env, _llm) = first_turn(&long[..=l]);
-    let fin = &frames.last().unwrap()["data"];
-    assert_eq!(fin["error_code"], "content_limit", "{fin}");
-    assert_eq!(diagnostic_codes(&frames), ["content_limit"]);
-    assert_eq!(reconciled(&frames).len(), l);
-    assert_eq!(assistant_text(&reopened(&env, &sid)).len(), l);
+/// Three replies of the run's whole bound, then a short one: each turn is bounded by itself,
+/// never by what the turns before it stored.
+#[test]
+fn replies_at_the_run_bound_never_stop_the_next_turn() {
+    let full = text(8 << 20);
+    let replies = vec![
+        streamed(&full),
+        streamed(&full),
+        streamed(&full),
+        streamed("eleven byte"),
+    ];
+    let llm = FakeLlm::start(replies);
+    // A context window that takes the replayed replies without compacting.
+    let env = fake_llm_env(&llm, &json!({"runner": {"context_window": 10_000_000}}));
+    let (mut s, sid) = start_session(&env, &[]);
+    for n in 0..4 {
+        start_turn(&mut s, &sid, "go");
+        let frames = until_finished(&mut s);
+        let fin = &frames.last().unwrap()["data"];
+        assert_eq!(fin["outcome"], "completed", "turn {n}: {fin}");
+        assert_eq!(fin["persistence"], "durable");
+        let want = if n < 3 { 8 << 20 } else { 11 };
+        assert_eq!(reconciled(&frames).len(), want);
+    }
+    s.shutdown_ok("bye");
+    let (entries, complete) = reopened(&env, &sid);
+    assert!(!complete && earlier_left_out(&entries));
+    assert_eq!(entries.last().unwrap()["text"], "eleven byte");
+    let bytes: usize = entries.iter().map(|e| e.to_string().len() + 1).sum();
+    assert!(bytes <= 8 << 20, "{bytes}");
 }

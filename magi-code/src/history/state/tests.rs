@@ -59,7 +59,12 @@ fn bytes(v: &[Value]) -> Vec<u8> {
 fn kinds(p: &Projection) -> Vec<String> {
     p.entries
         .iter()
-        .map(|e| serde_json::from_str::<Value>(e).unwrap()["kind"].as_str().unwrap().to_owned())
+        .map(|e| {
+            serde_json::from_str::<Value>(e).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -98,7 +103,11 @@ fn exactly_the_part_bound_is_shown_whole_and_one_part_more_is_a_window() {
     assert!(!p.complete);
     let d = first(&p);
     assert_eq!(
-        (d["kind"].as_str(), d["text"].as_str(), d["partial"].as_bool()),
+        (
+            d["kind"].as_str(),
+            d["text"].as_str(),
+            d["partial"].as_bool()
+        ),
         (Some("diagnostic"), Some(EARLIER_NOT_SHOWN), Some(false))
     );
     assert_eq!(p.entries.len(), 1 + 99 * 100 + 1);
@@ -115,8 +124,7 @@ fn a_single_turn_over_the_budget_shows_its_newest_parts() {
     // The newest parts: the last activity is last, the input is not shown.
     let last: Value = serde_json::from_str(p.entries.last().unwrap()).unwrap();
     assert_eq!(
-        last["text"],
-        "read_file: completed",
+        last["text"], "read_file: completed",
         "the newest activity is shown"
     );
     assert!(!kinds(&p).contains(&"user".to_owned()));
@@ -139,7 +147,11 @@ fn the_byte_bound_holds_at_its_edge() {
     let p = projection::window(&over, false, false);
     assert!(p.bytes() <= SNAPSHOT_BYTES);
     assert!(!p.complete);
-    assert_eq!(p.entries.len(), 4, "the diagnostic and the newest three turns");
+    assert_eq!(
+        p.entries.len(),
+        4,
+        "the diagnostic and the newest three turns"
+    );
 }
 
 #[test]
@@ -194,7 +206,11 @@ fn replay_starts_from_the_window() {
     assert_eq!(sp.summary.as_deref(), Some("so far"));
     assert_eq!(sw.mid, sp.mid, "the compacted turn, found from the window");
     assert_eq!(sw.after, sp.after);
-    assert_eq!(whole.records(), part.records(), "the base calibrated from `through`");
+    assert_eq!(
+        whole.records(),
+        part.records(),
+        "the base calibrated from `through`"
+    );
     assert!(matches!(&sp.mid[0], Item::User { text } if text == "q9"));
 }
 
@@ -231,7 +247,13 @@ fn a_window_that_dropped_its_compaction_asks_to_be_read_again() {
 /// One record of a generated history.
 fn arb_turn() -> impl Strategy<Value = (usize, usize, bool, bool, usize)> {
     // (activities, result bytes, finished, compaction, reply bytes)
-    (0usize..4, 0usize..400, proptest::bool::weighted(0.8), proptest::bool::weighted(0.15), 0usize..300)
+    (
+        0usize..4,
+        0usize..400,
+        proptest::bool::weighted(0.8),
+        proptest::bool::weighted(0.15),
+        0usize..300,
+    )
 }
 
 fn history_of(turns: &[(usize, usize, bool, bool, usize)]) -> Vec<Value> {

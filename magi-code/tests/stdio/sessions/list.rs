@@ -316,12 +316,29 @@ fn sized(env: &Env, id: &str, bytes: usize, ts: &str) -> Vec<u8> {
 fn large_histories_are_listed_from_their_newest_records() {
     let env = Env::new();
     let at = protocol_core::limits::DISCOVERY_SESSION_BYTES as usize;
-    write_raw(&env, "exact.jsonl", &sized(&env, "exact", at, "2026-12-01T10:00:00Z"));
-    write_raw(&env, "over.jsonl", &sized(&env, "over", at + 1, "2026-12-01T11:00:00Z"));
+    write_raw(
+        &env,
+        "exact.jsonl",
+        &sized(&env, "exact", at, "2026-12-01T10:00:00Z"),
+    );
+    write_raw(
+        &env,
+        "over.jsonl",
+        &sized(&env, "over", at + 1, "2026-12-01T11:00:00Z"),
+    );
     // Lines: exactly 10,000 and one more, titles only at the start.
     let lines = |id: &str, n: usize| {
-        let mut v = vec![meta(&env, id), rec("title", id, &json!({ "title": "early" }))];
-        v.extend((2..n).map(|i| rec("usage", id, &json!({ "run_id": format!("r{i}"), "input_tokens": 1, "output_tokens": 1 }))));
+        let mut v = vec![
+            meta(&env, id),
+            rec("title", id, &json!({ "title": "early" })),
+        ];
+        v.extend((2..n).map(|i| {
+            rec(
+                "usage",
+                id,
+                &json!({ "run_id": format!("r{i}"), "input_tokens": 1, "output_tokens": 1 }),
+            )
+        }));
         v
     };
     write_history(&env, "lexact", &lines("lexact", 10_000));
@@ -336,7 +353,11 @@ fn large_histories_are_listed_from_their_newest_records() {
     write_raw(&env, "nowhole.jsonl", &big);
     // A large history whose newest records name another workspace: excluded.
     let mut other = sized(&env, "other", at + 1, "2026-12-01T11:00:00Z");
-    other.extend(jsonl(&[rec("title", "other", &json!({ "title": "t", "cwd": "/" }))]));
+    other.extend(jsonl(&[rec(
+        "title",
+        "other",
+        &json!({ "title": "t", "cwd": "/" }),
+    )]));
     write_raw(&env, "other.jsonl", &other);
     let mut c = Client::start(&env, &BASE);
     let (all, first) = c.list_all(100);
@@ -351,7 +372,10 @@ fn large_histories_are_listed_from_their_newest_records() {
     assert_eq!(got["exact"]["updated_at"], "2026-12-01T10:00:00Z");
     assert_eq!(got["lexact"]["title"], "early");
     for id in ["over", "lover"] {
-        assert!(got[id]["title"].is_null(), "{id}: the title is older than what is read");
+        assert!(
+            got[id]["title"].is_null(),
+            "{id}: the title is older than what is read"
+        );
         assert_eq!(got[id]["eligibility"], "available");
     }
     assert_eq!(got["over"]["updated_at"], "2026-12-01T11:00:00Z");
