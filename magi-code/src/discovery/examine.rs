@@ -1,10 +1,11 @@
 //! One discovery candidate: the bounded inventory of the sessions folder, and reading and
 //! classifying one history under the per-file and per-scan budgets.
 
+use crate::history::meta::{verified, META_BYTES};
 use crate::history::window::{self, Bounds};
 use crate::history::{display_title, History, Summary};
 use crate::runtime::Runtime;
-use crate::store::{HeldFile, Identity, ReadError, SessionId, Sessions};
+use crate::store::{self, HeldFile, Identity, ReadError, SessionId, Sessions};
 use crate::util::notice::Notice;
 use crate::util::time::rfc3339;
 use crate::wire::results::{Eligibility, SessionEntry};
@@ -93,12 +94,28 @@ struct Taken {
 /// was read is not a valid history (charged `bytes` read so far, in the error's place).
 fn take(
     file: HeldFile,
+    sessions: &Sessions,
     id: &SessionId,
     file_bytes: u64,
     file_lines: usize,
     room: u64,
 ) -> Result<Result<Taken, u64>, ReadError> {
     let len = file.len();
+    if len > file_bytes {
+        if let Some(t) = through_meta(&file, sessions, id, file_bytes.min(room), file_lines)? {
+            let identity = file.finish()?;
+            return Ok(match t {
+                Ok((summary, bytes, lines, digest)) => Ok(Taken {
+                    summary,
+                    identity,
+                    bytes,
+                    lines,
+                    digest,
+                }),
+                Err(read) => Err(read),
+            });
+        }
+    }
     let mut h = History::new(id, false);
     let (head, tail, at, w, read) = if len <= file_bytes {
         if len > room {
@@ -166,6 +183,63 @@ fn take(
     }))
 }
 
+/// What a large history's derived metadata and the records appended after it say
+/// (`decisions.md` 49, 50): `None` (nothing read worth charging) when there is no metadata
+/// that still describes the file or what was appended does not fit `room` bytes and
+/// `file_lines` lines; else its summary, bytes and lines read and digest, or the bytes read
+/// when the appended records are not valid.
+#[allow(clippy::type_complexity)]
+fn through_meta(
+    file: &HeldFile,
+    sessions: &Sessions,
+    id: &SessionId,
+    room: u64,
+    file_lines: usize,
+) -> Result<Option<Result<(Summary, u64, usize, [u8; 32]), u64>>, ReadError> {
+    let Ok(held) = store::read_held(&sessions.meta_path(id), META_BYTES as u64, usize::MAX) else {
+        return Ok(None);
+    };
+    let (Some(meta), checked) = verified(
+        &held.bytes,
+        id.as_str(),
+        file.dev_ino(),
+        file.len(),
+        |at, buf| file.read_at(at, buf).is_ok(),
+    ) else {
+        return Ok(None);
+    };
+    let appended = file.len() - meta.covered;
+    let read = held.bytes.len() as u64 + checked + appended;
+    if read > room {
+        return Ok(None);
+    }
+    let mut tail = vec![0u8; usize::try_from(appended).unwrap_or(usize::MAX)];
+    file.read_at(meta.covered, &mut tail)?;
+    let whole = memchr::memrchr(b'\n', &tail).map_or(0, |i| i + 1);
+    let lines = memchr::memchr_iter(b'\n', &tail[..whole]).count();
+    if lines > file_lines {
+        return Ok(None);
+    }
+    let mut h = History::from_meta(id, &meta);
+    if whole > 0 {
+        for line in tail[..whole - 1].split(|b| *b == b'\n') {
+            if h.line(line).is_err() {
+                return Ok(Some(Err(read)));
+            }
+        }
+    }
+    h.finish_read(whole < tail.len());
+    let mut digest = Sha256::new();
+    digest.update(&held.bytes);
+    digest.update(&tail[..whole]);
+    Ok(Some(Ok((
+        h.summary().clone(),
+        read,
+        lines,
+        digest.finalize().into(),
+    ))))
+}
+
 /// The window of a large history's listing read: its newest whole records within
 /// [`LARGE_TAIL_BYTES`], the first record beside them within the per-session lines.
 const fn large_bounds(file_lines: usize) -> Bounds {
@@ -187,7 +261,7 @@ pub fn examine(
     let per_lines = budget.file_lines.min(budget.lines);
     let lease = sessions.lease_present(id);
     let taken = HeldFile::open(&sessions.history_path(id))
-        .and_then(|f| take(f, id, budget.file_bytes, per_lines, budget.bytes));
+        .and_then(|f| take(f, sessions, id, budget.file_bytes, per_lines, budget.bytes));
     let taken = match taken {
         Ok(Ok(t)) => t,
         Ok(Err(read)) => {

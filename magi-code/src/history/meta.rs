@@ -120,9 +120,9 @@ impl Meta {
             && m.session_id == session_id
             && m.digest.len() == 64
             && m.cwds.len() <= MAX_CWDS
-            && m.preferences.as_ref().is_none_or(|p| {
-                super::record::STORED_EFFORTS.contains(&p.effort.as_str())
-            });
+            && m.preferences
+                .as_ref()
+                .is_none_or(|p| super::record::STORED_EFFORTS.contains(&p.effort.as_str()));
         sane.then_some(m)
     }
 
@@ -146,6 +146,31 @@ impl Meta {
             effort: p.effort.clone(),
         })
     }
+}
+
+/// Parses the bytes of `session_id`'s metadata file and checks them against its JSONL, of
+/// identity `dev_ino` and length `len`, whose bytes `read_at` reads: the metadata if it still
+/// describes that file, and the JSONL bytes read to tell.
+pub fn verified(
+    bytes: &[u8],
+    session_id: &str,
+    dev_ino: (u64, u64),
+    len: u64,
+    read_at: impl FnOnce(u64, &mut [u8]) -> bool,
+) -> (Option<Meta>, u64) {
+    let Some(meta) = Meta::parse(bytes, session_id) else {
+        return (None, 0);
+    };
+    if meta.covered > len {
+        return (None, 0);
+    }
+    let from = digest_from(meta.covered);
+    let mut last = vec![0u8; usize::try_from(meta.covered - from).unwrap_or(0)];
+    if !read_at(from, &mut last) {
+        return (None, 0);
+    }
+    let ok = meta.matches(dev_ino, len, &last);
+    (ok.then_some(meta), last.len() as u64)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod compact;
 pub mod item;
+pub mod meta;
 pub mod projection;
 pub mod record;
 pub mod replay;

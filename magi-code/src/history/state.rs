@@ -4,6 +4,7 @@
 //! Sans-IO: lines and offsets in; projection, replay snapshot and summary out.
 
 use super::compact::Snapshot;
+use super::meta::Meta;
 use super::projection::{self, Projection, Projector, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PARTS};
 use super::record::{Body, HistoryError, Record};
 use super::replay::{Item, Replay};
@@ -134,6 +135,20 @@ impl Group {
     }
 }
 
+/// Derived metadata read beside a window that does not reach the file's start, and what the
+/// window's records said on either side of the length it covers.
+#[derive(Debug)]
+struct Seed {
+    meta: Meta,
+    /// Counted window records before the covered length.
+    before: u64,
+    /// `user_input` records at or after it.
+    turns_after: usize,
+    /// A title or preferences record at or after it.
+    title_after: bool,
+    prefs_after: bool,
+}
+
 /// How the absolute record indices of the window are known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Base {
@@ -165,6 +180,9 @@ pub struct History {
     base: Base,
     /// File offset just after the last record taken.
     end: u64,
+    /// Offset of the window's first counted line.
+    start: u64,
+    seed: Option<Seed>,
     /// Sticky: the first refusal.
     error: Option<HistoryError>,
 }
@@ -187,8 +205,45 @@ impl History {
             seq: 0,
             base: Base::Known(0),
             end: 0,
+            start: 0,
+            seed: None,
             error: None,
         }
+    }
+
+    /// The state of a history known up to `meta`'s covered length through its derived
+    /// metadata alone, to be extended by the records after it (discovery of a large file,
+    /// `decisions.md` 49): the summary is the metadata's, the window starts at the cover.
+    #[must_use]
+    pub fn from_meta(id: &SessionId, meta: &Meta) -> Self {
+        let mut h = Self::new(id, false);
+        h.whole = false;
+        h.base = Base::Known(meta.records);
+        h.end = meta.covered;
+        h.start = meta.covered;
+        h.summary = Summary {
+            cwds: meta.cwds.clone(),
+            updated_ms: meta.updated_ms,
+            title: meta.title.clone(),
+            preferences: meta.prefs(),
+            turns: usize::try_from(meta.turns).unwrap_or(usize::MAX),
+            ..Summary::default()
+        };
+        h
+    }
+
+    /// Takes derived metadata verified against the file (`decisions.md` 50), before the
+    /// window's lines: what it says of the records before the window (the base of the record
+    /// indices, the turn count, the latest title and preferences, the newest timestamp) is
+    /// used once the read ends.
+    pub fn seed(&mut self, meta: Meta) {
+        self.seed = Some(Seed {
+            meta,
+            before: 0,
+            turns_after: 0,
+            title_after: false,
+            prefs_after: false,
+        });
     }
 
     /// Projects `tool_card` entries (the child negotiated `tool.cards`); before the first record.
@@ -211,6 +266,7 @@ impl History {
     pub fn skip_to(&mut self, offset: u64) {
         if offset > self.end {
             self.whole = false;
+            self.start = offset;
             self.base = Base::Unknown;
             if let Some(g) = self.groups.back_mut() {
                 g.whole = false;
@@ -262,6 +318,20 @@ impl History {
         }
         self.note(r, ts);
         let offset = self.end;
+        if let Some(s) = self.seed.as_mut() {
+            if offset < s.meta.covered {
+                s.before += u64::from(!first);
+            } else {
+                match &r.body {
+                    Body::UserInput { .. } => s.turns_after += 1,
+                    Body::Title { .. } | Body::Compaction { title: Some(_), .. } => {
+                        s.title_after = true;
+                    }
+                    Body::SessionPreferences { .. } => s.prefs_after = true,
+                    _ => {}
+                }
+            }
+        }
         let seq = self.seq;
         self.seq += 1;
         self.end += bytes;
@@ -473,6 +543,9 @@ impl History {
     /// there stays open in the replay (a rebuild under our own running turn).
     pub fn finish_read(&mut self, torn_tail: bool) {
         self.summary.torn_tail = torn_tail;
+        if let Some(s) = self.seed.take() {
+            self.use_seed(&s);
+        }
         if self.base == Base::Unknown {
             // Calibrate the base from the newest compaction: its `through` names its turn.
             let calibrated = self.groups.iter().rev().find_map(|g| {
@@ -484,6 +557,29 @@ impl History {
                 self.base = Base::Known(b);
             }
         }
+    }
+
+    /// Takes what verified metadata says of the records before a window that does not reach
+    /// the file's start, when its covered length lies within the window.
+    fn use_seed(&mut self, s: &Seed) {
+        let m = &s.meta;
+        if self.whole || m.covered < self.start || m.covered > self.end {
+            return;
+        }
+        // The first counted record (sequence 1, after the first record) is the `before`-th
+        // record counted back from the covered length.
+        if let Some(b) = m.records.checked_sub(s.before + 1) {
+            self.base = Base::Known(b);
+        }
+        let sum = &mut self.summary;
+        sum.turns = usize::try_from(m.turns).unwrap_or(usize::MAX) + s.turns_after;
+        if !s.title_after && m.title.is_some() {
+            sum.title.clone_from(&m.title);
+        }
+        if !s.prefs_after && m.preferences.is_some() {
+            sum.preferences = m.prefs();
+        }
+        sum.updated_ms = sum.updated_ms.max(m.updated_ms);
     }
 
     /// Closes a turn left open in the stored file as interrupted: at open, no live loop

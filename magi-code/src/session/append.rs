@@ -41,6 +41,13 @@ pub fn append(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<()
     extend(rt, a, records).map(|_| ())
 }
 
+/// After a durable append: the derived metadata follows it (`decisions.md` 50); a failure
+/// is remembered, never an error of the append.
+fn follow(rt: &Runtime, a: &mut Attachment, in_place: bool) -> Result<bool, ErrorCode> {
+    a.meta_failed = !super::meta::write(rt, a);
+    Ok(in_place)
+}
+
 /// [`append`] for records no history entry shows (a `title`): when the snapshot was current
 /// and the attachment's state took the records in place (no other writer, no failed write),
 /// the snapshot keeps its revision, now naming the file as it is after the write, so a
@@ -117,12 +124,12 @@ fn extend(rt: &Runtime, a: &mut Attachment, records: &[Record]) -> Result<bool, 
                 }
             }
             a.turns = h.summary().turns;
-            Ok(true)
+            follow(rt, a, true)
         }
         None => {
             // On failure the state stays absent: refresh retries, replay reports it.
             let _ = rebuild(rt, a, &Cancel::default());
-            Ok(false)
+            follow(rt, a, false)
         }
     }
 }

@@ -154,12 +154,17 @@ pub fn load_with(
     if keep_items {
         history.keep_items();
     }
-    let (identity, _) = read_window(
-        &sessions.history_path(id),
-        &mut history,
-        Bounds::READ,
-        cancel,
-    )?;
+    let file = HeldFile::open(&sessions.history_path(id)).map_err(read_err)?;
+    let w = find_window(&file, Bounds::READ)?;
+    if !w.whole {
+        // What lies before the window (its record count, title, preferences) comes from the
+        // owner's derived metadata when it still describes this file.
+        if let (Some(meta), _) = super::meta::read_verified(&sessions, id, &file) {
+            history.seed(meta);
+        }
+    }
+    feed_window(&file, &w, &mut history, cancel)?;
+    let identity = file.finish().map_err(read_err)?;
     let projection = history.project()?;
     let summary = history.summary();
     if !rt.is_workspace(&summary.cwds) {

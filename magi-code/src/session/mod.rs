@@ -3,6 +3,7 @@
 
 pub mod append;
 pub mod load;
+pub mod meta;
 pub mod page;
 pub mod retention;
 pub mod selection;
@@ -44,6 +45,7 @@ pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
         appender: None,
         snapshot: Snapshot::empty(),
         turns: 0,
+        meta_failed: false,
         code: None,
     };
     let result = session_result(a.id.as_str(), false, &a.snapshot.revision, &[]);
@@ -125,6 +127,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         },
         turns: loaded.history.summary().turns,
         history: Some(loaded.history),
+        meta_failed: false,
         code: None,
     };
     let result = session_result(a.id.as_str(), true, &a.snapshot.revision, &notices);

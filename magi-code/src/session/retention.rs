@@ -90,7 +90,12 @@ fn prune_one(sessions: &Sessions, id: &SessionId, cutoff: i64) -> bool {
     // The name must still lead to the file that was read.
     let same = fs::symlink_metadata(&path)
         .is_ok_and(|m| m.dev() == identity.dev && m.ino() == identity.ino);
-    same && fs::remove_file(&path).is_ok()
+    if !(same && fs::remove_file(&path).is_ok()) {
+        return false;
+    }
+    // Its derived metadata goes with it (best effort: an orphan is never trusted anyway).
+    let _ = fs::remove_file(sessions.meta_path(id));
+    true
 }
 
 #[cfg(test)]

@@ -244,6 +244,9 @@ pub fn select(
     let a = st.attachment.as_mut().ok_or(ErrorCode::SessionMissing)?;
     append(rt, a, &[record])?;
     let mut notices: Vec<Notice> = Vec::new();
+    if a.meta_failed {
+        notices.push(Notice::MetadataUpdateFailed);
+    }
     let history_revision = match refresh(rt, a, &Cancel::default()) {
         Ok(r) => Some(r),
         Err(_) => {

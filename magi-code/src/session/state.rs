@@ -70,6 +70,8 @@ pub struct Attachment {
     /// The state derived from the history as this attachment wrote it, extended per append
     /// (`runner.md` 4); `None` once it may differ from the file, until rebuilt from it.
     pub history: Option<History>,
+    /// The last append's metadata write failed (`decisions.md` 50): `selection.set` says so.
+    pub meta_failed: bool,
     /// Its Code Mode helper, started by the first `exec` and killed when dropped with the
     /// attachment (`code-mode.md` 4); taken out while a cell runs.
     pub code: Option<crate::codemode::helper::Helper>,

@@ -58,6 +58,12 @@ impl Appender {
         })
     }
 
+    /// Fills `buf` from `offset` of the held file.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.read_exact_at(buf, offset)
+    }
+
     /// The identity of the held file now (after our writes, for the snapshot).
     pub fn identity(&self) -> io::Result<Identity> {
         Ok(Identity::of(&self.file.metadata()?))

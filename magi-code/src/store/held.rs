@@ -217,6 +217,12 @@ impl HeldFile {
         self.before.len()
     }
 
+    /// Its device and inode.
+    #[must_use]
+    pub fn dev_ino(&self) -> (u64, u64) {
+        (self.before.dev(), self.before.ino())
+    }
+
     /// Whether it was empty when opened.
     #[must_use]
     pub fn is_empty(&self) -> bool {

@@ -86,6 +86,12 @@ impl Sessions {
         self.dir.join(format!("{}.jsonl", id.as_str()))
     }
 
+    /// `sessions/<id>.meta.json`: the owner's derived metadata (`decisions.md` 50).
+    #[must_use]
+    pub fn meta_path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{}.meta.json", id.as_str()))
+    }
+
     /// `sessions/subagents`: subagents' histories, never listed nor opened as sessions.
     #[must_use]
     pub fn subagents_dir(&self) -> PathBuf {

@@ -117,6 +117,18 @@ fn write_temp(
     mode: Option<u32>,
     sweep: Sweep,
 ) -> io::Result<(PathBuf, File)> {
+    write_temp_with(dir, target, data, mode, sweep, true)
+}
+
+/// [`write_temp`], fsynced only when `sync`.
+fn write_temp_with(
+    dir: &Path,
+    target: &OsStr,
+    data: &[u8],
+    mode: Option<u32>,
+    sweep: Sweep,
+    sync: bool,
+) -> io::Result<(PathBuf, File)> {
     sweep_stale(dir, target, sweep);
     let mut name = head_for(target);
     name.extend_from_slice(TAG);
@@ -137,7 +149,7 @@ fn write_temp(
             Some(m) => file.set_permissions(Permissions::from_mode(m)),
             None => Ok(()),
         })
-        .and_then(|()| file.sync_all());
+        .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
     match written {
         Ok(()) => Ok((tmp, file)),
         Err(e) => {
@@ -177,6 +189,21 @@ pub fn replace_atomically(
         return Err(e);
     }
     Ok(sync_dir(dir).is_ok())
+}
+
+/// Replaces `path` atomically with `data` at `mode` as [`replace_atomically`] does, but
+/// without any fsync: for derived files that may be lost or stale after a crash, never torn
+/// (`decisions.md` 50: derived metadata is "never fsynced for durability").
+pub fn replace_unsynced(path: &Path, data: &[u8], mode: u32, sweep: Sweep) -> io::Result<()> {
+    let (dir, target) = split(path)?;
+    let (tmp, file) = write_temp_with(dir, target, data, Some(mode), sweep, false)?;
+    let renamed = fs::rename(&tmp, path);
+    drop(file);
+    if let Err(e) = renamed {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Creates `path` holding `data` at `mode`, only if no name is there (`AlreadyExists`), so

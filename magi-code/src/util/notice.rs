@@ -17,6 +17,8 @@ pub enum Notice {
     SessionsOmittedInvalid,
     /// The durable write succeeded but the history could not be re-read.
     HistoryUnavailable,
+    /// The durable write succeeded but its derived metadata could not be written.
+    MetadataUpdateFailed,
 }
 
 impl Notice {
@@ -31,6 +33,7 @@ impl Notice {
             Self::CatalogEntriesOmittedUnsafe => "catalog_entries_omitted_unsafe",
             Self::SessionsOmittedInvalid => "sessions_omitted_invalid",
             Self::HistoryUnavailable => "history_unavailable",
+            Self::MetadataUpdateFailed => "metadata_update_failed",
         }
     }
 }
