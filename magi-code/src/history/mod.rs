@@ -65,9 +65,22 @@ pub fn read_within(
     id: &SessionId,
     bounds: Bounds,
 ) -> Result<(History, Projection), HistoryError> {
+    read_seeded(bytes, id, bounds, None)
+}
+
+/// [`read_within`] with derived metadata verified against `bytes` (`decisions.md` 50).
+pub fn read_seeded(
+    bytes: &[u8],
+    id: &SessionId,
+    bounds: Bounds,
+    meta: Option<meta::Meta>,
+) -> Result<(History, Projection), HistoryError> {
     let w = window::scan_bytes(bytes, bounds)?;
     let mut h = History::new(id, true);
     h.set_bounds(bounds);
+    if let Some(m) = meta.filter(|_| !w.whole) {
+        h.seed(m);
+    }
     feed_at_hand(&mut h, bytes, bytes, 0, &w)?;
     h.close_open_turn();
     let p = h.project()?;

@@ -563,15 +563,24 @@ impl History {
     /// the file's start, when its covered length lies within the window.
     fn use_seed(&mut self, s: &Seed) {
         let m = &s.meta;
-        if self.whole || m.covered < self.start || m.covered > self.end {
+        if self.whole || m.covered > self.end {
+            return;
+        }
+        let sum = &mut self.summary;
+        if m.covered < self.start {
+            // Records between the cover and the window were not read: only what the window
+            // lacks is taken, as the best known.
+            if sum.title.is_none() {
+                sum.title.clone_from(&m.title);
+            }
+            if sum.preferences.is_none() {
+                sum.preferences = m.prefs();
+            }
+            sum.updated_ms = sum.updated_ms.max(m.updated_ms);
             return;
         }
         // The first counted record (sequence 1, after the first record) is the `before`-th
         // record counted back from the covered length.
-        if let Some(b) = m.records.checked_sub(s.before + 1) {
-            self.base = Base::Known(b);
-        }
-        let sum = &mut self.summary;
         sum.turns = usize::try_from(m.turns).unwrap_or(usize::MAX) + s.turns_after;
         if !s.title_after && m.title.is_some() {
             sum.title.clone_from(&m.title);
@@ -580,6 +589,9 @@ impl History {
             sum.preferences = m.prefs();
         }
         sum.updated_ms = sum.updated_ms.max(m.updated_ms);
+        if let Some(b) = m.records.checked_sub(s.before + 1) {
+            self.base = Base::Known(b);
+        }
     }
 
     /// Closes a turn left open in the stored file as interrupted: at open, no live loop

@@ -299,8 +299,8 @@ proptest! {
                 break;
             }
             if h.line(&line[..line.len() - 1]).is_err() {
-                // Only a record larger than the window refuses; a fresh read refuses it too.
-                prop_assert!(read_within(&b[..cut], &id(), bounds).is_err());
+                // Only a record larger than the window refuses; a fresh read of it refuses too.
+                prop_assert!(read_within(&b[..off + line.len()], &id(), bounds).is_err());
                 return Ok(());
             }
             off += line.len();
@@ -313,4 +313,72 @@ proptest! {
             Err(e) => prop_assert_eq!(e, HistoryError::TooLarge),
         }
     }
+}
+
+/// What lies before a window comes from verified metadata: the record base, the turn count,
+/// the latest title and preferences, whatever the window holds.
+#[test]
+fn metadata_tells_what_lies_before_the_window() {
+    use crate::history::meta::{digest_from, Meta};
+    use crate::history::read_seeded;
+    let prefs = json!({"type":"session_preferences","session_id":"s1","ts":TS,"provider":"scripted","model":"echo","effort":"high"});
+    let title = json!({"type":"title","session_id":"s1","ts":TS,"title":"early"});
+    let mut v = vec![meta(), prefs, title];
+    for t in 0..20 {
+        let run = format!("r{t}");
+        v.extend([
+            input(&run, "q"),
+            reply(&run, &"a".repeat(100)),
+            finished(&run),
+        ]);
+    }
+    let covered_bytes = bytes(&v);
+    let (owner, _) = read_state(&covered_bytes, &id()).unwrap();
+    let covered = covered_bytes.len() as u64;
+    let from = usize::try_from(digest_from(covered)).unwrap();
+    let m = Meta::of(
+        "s1",
+        (1, 2),
+        covered,
+        &covered_bytes[from..],
+        owner.records(),
+        owner.summary(),
+    );
+    let m_bytes = m.to_bytes().unwrap();
+    for t in 20..30 {
+        let run = format!("r{t}");
+        v.extend([
+            input(&run, "q"),
+            reply(&run, &"a".repeat(100)),
+            finished(&run),
+        ]);
+    }
+    let all = bytes(&v);
+    let small = Bounds {
+        bytes: 8000,
+        lines: 1000,
+    };
+    assert!(all.len() > 12_000);
+    let (whole, _) = read_state(&all, &id()).unwrap();
+    let (bare, _) = read_within(&all, &id(), small).unwrap();
+    assert_eq!(bare.summary().title, None, "outside the window");
+    assert_eq!(bare.summary().preferences, None);
+    let (seeded, p) = read_seeded(&all, &id(), small, Some(m)).unwrap();
+    assert_eq!(seeded.summary().title.as_deref(), Some("early"));
+    assert_eq!(
+        seeded.summary().preferences.as_ref().unwrap().effort,
+        "high"
+    );
+    assert_eq!(seeded.summary().turns, 30);
+    assert_eq!(seeded.records(), whole.records());
+    assert_eq!(p, bare.project().unwrap(), "the projection is the window's");
+    // A window that starts past the cover takes only what it lacks.
+    let tiny = Bounds {
+        bytes: 2000,
+        lines: 1000,
+    };
+    let m = Meta::parse(&m_bytes, "s1").unwrap();
+    let (gap, _) = read_seeded(&all, &id(), tiny, Some(m)).unwrap();
+    assert_eq!(gap.summary().title.as_deref(), Some("early"));
+    assert!(gap.summary().turns < 30, "turns in the gap are not known");
 }
