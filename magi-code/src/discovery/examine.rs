@@ -2,7 +2,7 @@
 //! classifying one history under the per-file and per-scan budgets.
 
 use crate::history::meta::{verified, META_BYTES};
-use crate::history::window::{self, Bounds};
+use crate::history::window::{self, Bounds, Window};
 use crate::history::{display_title, History, Summary};
 use crate::runtime::Runtime;
 use crate::store::{self, HeldFile, Identity, ReadError, SessionId, Sessions};
@@ -89,9 +89,10 @@ struct Taken {
     digest: [u8; 32],
 }
 
-/// Reads one candidate (`decisions.md` 49): whole when within the per-session bounds, else its
-/// first record and its newest whole records within [`LARGE_TAIL_BYTES`]. `Ok(None)` when what
-/// was read is not a valid history (charged `bytes` read so far, in the error's place).
+/// Reads one candidate (`decisions.md` 49): whole when within the per-session bounds, else
+/// through its derived metadata and what was appended after it, else its first record and its
+/// newest whole records within [`LARGE_TAIL_BYTES`]. `Ok(Err(read))` when what was read is not
+/// a valid history (`read` bytes to charge).
 fn take(
     file: HeldFile,
     sessions: &Sessions,
@@ -101,73 +102,39 @@ fn take(
     room: u64,
 ) -> Result<Result<Taken, u64>, ReadError> {
     let len = file.len();
+    let mut meta_read = 0;
     if len > file_bytes {
-        if let Some(t) = through_meta(&file, sessions, id, file_bytes.min(room), file_lines)? {
+        let (t, read) = through_meta(&file, sessions, id, file_bytes.min(room), file_lines)?;
+        meta_read = read;
+        if let Some(t) = t {
             let identity = file.finish()?;
-            return Ok(match t {
-                Ok((summary, bytes, lines, digest)) => Ok(Taken {
-                    summary,
-                    identity,
-                    bytes,
-                    lines,
-                    digest,
-                }),
-                Err(read) => Err(read),
-            });
+            return Ok(t.map(|(summary, lines, digest)| Taken {
+                summary,
+                identity,
+                bytes: read,
+                lines,
+                digest,
+            }));
         }
     }
-    let mut h = History::new(id, false);
-    let (head, tail, at, w, read) = if len <= file_bytes {
-        if len > room {
-            return Err(ReadError::TooLarge);
-        }
-        let mut all = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
-        file.read_at(0, &mut all)?;
-        let lines = memchr::memchr_iter(b'\n', &all).count();
-        let bounds = if lines <= file_lines {
-            Bounds {
-                bytes: len,
-                lines: file_lines,
-            }
-        } else {
-            large_bounds(file_lines)
-        };
-        let Ok(w) = window::scan_bytes(&all, bounds) else {
-            return Ok(Err(len));
-        };
-        (None, all, 0, w, len)
-    } else {
-        let tail_len = len.min(LARGE_TAIL_BYTES + (64 << 10));
-        let head_len = len.min(window::FIRST_RECORD_BYTES);
-        if tail_len + head_len > room {
-            return Err(ReadError::TooLarge);
-        }
-        let at = len - tail_len;
-        let mut tail = vec![0u8; usize::try_from(tail_len).unwrap_or(usize::MAX)];
-        file.read_at(at, &mut tail)?;
-        let Ok(w) = window::scan_tail(&tail, at, len, large_bounds(file_lines)) else {
-            return Ok(Err(tail_len));
-        };
-        // The first record: read in steps, most are a few hundred bytes.
-        let mut head = Vec::new();
-        while head.len() as u64 <= head_len {
-            let n = (head.len() as u64 + (64 << 10)).min(head_len);
-            head.resize(usize::try_from(n).unwrap_or(usize::MAX), 0);
-            file.read_at(0, &mut head)?;
-            if window::first_record_end(&head).is_some() || n == head_len {
-                break;
-            }
-        }
-        let read = tail_len + head.len() as u64;
-        (Some(head), tail, at, w, read)
+    let (head, tail, at, w, read) = match at_hand(
+        &file,
+        file_bytes,
+        file_lines,
+        room.saturating_sub(meta_read),
+    )? {
+        Ok(got) => got,
+        Err(read) => return Ok(Err(read + meta_read)),
     };
+    let read = read + meta_read;
     let head = head.as_deref().unwrap_or(&tail);
+    let mut h = History::new(id, false);
     if crate::history::feed_at_hand(&mut h, head, &tail, at, &w).is_err() {
         return Ok(Err(read));
     }
     let mut digest = Sha256::new();
     if !w.whole {
-        if let Some(e) = window::first_record_end(&head) {
+        if let Some(e) = window::first_record_end(head) {
             digest.update(&head[..usize::try_from(e).unwrap_or(0).min(head.len())]);
         }
     }
@@ -183,11 +150,68 @@ fn take(
     }))
 }
 
+/// The bytes a listing reads of a candidate without metadata, and its window in them: the
+/// whole file when within `file_bytes` (its newest records when over `file_lines`), else its
+/// first bytes and its newest [`LARGE_TAIL_BYTES`]. `(head, tail, tail's offset, window, bytes
+/// read)`, or the bytes read when they hold no window.
+#[allow(clippy::type_complexity)]
+fn at_hand(
+    file: &HeldFile,
+    file_bytes: u64,
+    file_lines: usize,
+    room: u64,
+) -> Result<Result<(Option<Vec<u8>>, Vec<u8>, u64, Window, u64), u64>, ReadError> {
+    let len = file.len();
+    if len <= file_bytes {
+        if len > room {
+            return Err(ReadError::TooLarge);
+        }
+        let mut all = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
+        file.read_at(0, &mut all)?;
+        let lines = memchr::memchr_iter(b'\n', &all).count();
+        let bounds = if lines <= file_lines {
+            Bounds {
+                bytes: len,
+                lines: file_lines,
+            }
+        } else {
+            large_bounds(file_lines)
+        };
+        return Ok(match window::scan_bytes(&all, bounds) {
+            Ok(w) => Ok((None, all, 0, w, len)),
+            Err(_) => Err(len),
+        });
+    }
+    let tail_len = len.min(LARGE_TAIL_BYTES + (64 << 10));
+    let head_len = len.min(window::FIRST_RECORD_BYTES);
+    if tail_len + head_len > room {
+        return Err(ReadError::TooLarge);
+    }
+    let at = len - tail_len;
+    let mut tail = vec![0u8; usize::try_from(tail_len).unwrap_or(usize::MAX)];
+    file.read_at(at, &mut tail)?;
+    let Ok(w) = window::scan_tail(&tail, at, len, large_bounds(file_lines)) else {
+        return Ok(Err(tail_len));
+    };
+    // The first record: read in steps, most are a few hundred bytes.
+    let mut head = Vec::new();
+    while head.len() as u64 <= head_len {
+        let n = (head.len() as u64 + (64 << 10)).min(head_len);
+        head.resize(usize::try_from(n).unwrap_or(usize::MAX), 0);
+        file.read_at(0, &mut head)?;
+        if window::first_record_end(&head).is_some() || n == head_len {
+            break;
+        }
+    }
+    let read = tail_len + head.len() as u64;
+    Ok(Ok((Some(head), tail, at, w, read)))
+}
+
 /// What a large history's derived metadata and the records appended after it say
-/// (`decisions.md` 49, 50): `None` (nothing read worth charging) when there is no metadata
-/// that still describes the file or what was appended does not fit `room` bytes and
-/// `file_lines` lines; else its summary, bytes and lines read and digest, or the bytes read
-/// when the appended records are not valid.
+/// (`decisions.md` 49, 50), and the bytes read to tell: `None` when there is no metadata that
+/// still describes the file or what was appended does not fit `room` bytes and `file_lines`
+/// lines; else its summary, lines read and digest, or `Err` when the appended records are not
+/// valid.
 #[allow(clippy::type_complexity)]
 fn through_meta(
     file: &HeldFile,
@@ -195,36 +219,38 @@ fn through_meta(
     id: &SessionId,
     room: u64,
     file_lines: usize,
-) -> Result<Option<Result<(Summary, u64, usize, [u8; 32]), u64>>, ReadError> {
+) -> Result<(Option<Result<(Summary, usize, [u8; 32]), u64>>, u64), ReadError> {
     let Ok(held) = store::read_held(&sessions.meta_path(id), META_BYTES as u64, usize::MAX) else {
-        return Ok(None);
+        return Ok((None, 0));
     };
-    let (Some(meta), checked) = verified(
+    let (meta, checked) = verified(
         &held.bytes,
         id.as_str(),
         file.dev_ino(),
         file.len(),
         |at, buf| file.read_at(at, buf).is_ok(),
-    ) else {
-        return Ok(None);
+    );
+    let mut read = held.bytes.len() as u64 + checked;
+    let Some(meta) = meta else {
+        return Ok((None, read));
     };
     let appended = file.len() - meta.covered;
-    let read = held.bytes.len() as u64 + checked + appended;
-    if read > room {
-        return Ok(None);
+    if read + appended > room {
+        return Ok((None, read));
     }
     let mut tail = vec![0u8; usize::try_from(appended).unwrap_or(usize::MAX)];
     file.read_at(meta.covered, &mut tail)?;
+    read += appended;
     let whole = memchr::memrchr(b'\n', &tail).map_or(0, |i| i + 1);
     let lines = memchr::memchr_iter(b'\n', &tail[..whole]).count();
     if lines > file_lines {
-        return Ok(None);
+        return Ok((None, read));
     }
     let mut h = History::from_meta(id, &meta);
     if whole > 0 {
         for line in tail[..whole - 1].split(|b| *b == b'\n') {
             if h.line(line).is_err() {
-                return Ok(Some(Err(read)));
+                return Ok((Some(Err(read)), read));
             }
         }
     }
@@ -232,12 +258,10 @@ fn through_meta(
     let mut digest = Sha256::new();
     digest.update(&held.bytes);
     digest.update(&tail[..whole]);
-    Ok(Some(Ok((
-        h.summary().clone(),
+    Ok((
+        Some(Ok((h.summary().clone(), lines, digest.finalize().into()))),
         read,
-        lines,
-        digest.finalize().into(),
-    ))))
+    ))
 }
 
 /// The window of a large history's listing read: its newest whole records within

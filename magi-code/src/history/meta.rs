@@ -3,7 +3,7 @@
 //! a reader makes before trusting them (the file's identity, the covered length, a digest of
 //! the covered prefix's last bytes).
 
-use super::{Preferences, Summary};
+use super::summary::{Preferences, Summary};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

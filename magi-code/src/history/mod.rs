@@ -8,49 +8,23 @@ pub mod projection;
 pub mod record;
 pub mod replay;
 pub mod room;
+pub mod shown;
 pub mod state;
+pub mod summary;
+mod turn;
 pub mod window;
 
 pub use projection::{chunk, Projection, Projector};
 pub use record::{ActivityKind, ActivityState, Body, HistoryError, Record, RunOutcome};
 pub use replay::{Item, Replay, ToolSpec};
 pub use state::History;
+pub use summary::{Preferences, Summary};
 pub use window::{Bounds, Window};
 
 use crate::store::SessionId;
 
 /// Most entries in one page.
 pub const PAGE_ENTRIES: usize = protocol_core::limits::HISTORY_PAGE_ENTRIES;
-
-/// Saved selection preferences.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Preferences {
-    /// Provider.
-    pub provider: String,
-    /// Model.
-    pub model: String,
-    /// Requested effort.
-    pub effort: String,
-}
-
-/// What a validated stored history says besides its projection.
-#[derive(Debug, Clone, Default)]
-pub struct Summary {
-    /// Whether the last line had no LF (an interrupted append, ignored).
-    pub torn_tail: bool,
-    /// Every non-empty recorded cwd.
-    pub cwds: Vec<String>,
-    /// Greatest record timestamp (epoch ms).
-    pub updated_ms: Option<i64>,
-    /// Latest title from `title` or `compaction` records.
-    pub title: Option<String>,
-    /// Latest saved preferences.
-    pub preferences: Option<Preferences>,
-    /// Records read.
-    pub records: usize,
-    /// Turns recorded (`user_input` records).
-    pub turns: usize,
-}
 
 /// Reads a whole history held in memory as a stored read does (tests, tools): its read
 /// window, the first record beside it, the torn tail ignored; the state and its projection,

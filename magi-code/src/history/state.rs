@@ -5,11 +5,12 @@
 
 use super::compact::Snapshot;
 use super::meta::Meta;
-use super::projection::{self, Projection, Projector, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PARTS};
+use super::projection::{self, Projection, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PARTS};
 use super::record::{Body, HistoryError, Record};
-use super::replay::{Item, Replay};
+use super::replay::Item;
+use super::summary::{Preferences, Summary};
+use super::turn::{Group, Point, Seed};
 use super::window::Bounds;
-use super::{Preferences, Summary};
 use crate::store::SessionId;
 use crate::util::time::parse_rfc3339;
 use std::collections::VecDeque;
@@ -17,137 +18,6 @@ use std::collections::VecDeque;
 /// The fixed note in the summary's place when the window holds no compaction and does not
 /// reach the file's start (`decisions.md` 47).
 pub const LEFT_OUT_NOTE: &str = "earlier turns were left out";
-
-/// The latest compaction of a turn.
-#[derive(Debug, Clone)]
-struct Point {
-    summary: String,
-    /// Its `through` as stored (absent: everything before it).
-    through: Option<u64>,
-    /// Its own sequence number.
-    seq: u64,
-    /// The `compaction` record's index in its group.
-    local: usize,
-    /// The group replay's item count when it came.
-    item_at: usize,
-}
-
-/// What a group's records say of usage: the last `usage` record's input tokens, whether a
-/// compaction came after it, and the stored bytes of the other records after it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Usage {
-    tokens: Option<u64>,
-    reset: bool,
-    after: u64,
-}
-
-/// One turn of the window (records from its `user_input` to the next), or the lead: the
-/// records before the window's first `user_input`.
-#[derive(Debug)]
-struct Group {
-    /// A turn (it starts with its `user_input`), not the lead.
-    turn: bool,
-    /// It holds every record of its turn (the lead: of the file's start).
-    whole: bool,
-    /// Stored line lengths of its records in the window, oldest first.
-    sizes: VecDeque<u64>,
-    /// Records dropped from its front as the window moved on (after the first record, which
-    /// is never dropped, when it holds it).
-    dropped: usize,
-    /// It holds the file's first record (at index 0).
-    keeps_first: bool,
-    /// The projector while the group is the newest.
-    projector: Option<Projector>,
-    /// Its parts once closed; `None` once no projection can show it any more.
-    parts: Option<TurnParts>,
-    /// A run of it has no `run_finished`.
-    open: bool,
-    /// Its replay; `None` once no replay needs its items any more.
-    replay: Option<Replay>,
-    /// Its input and the input's sequence number.
-    input: Option<(u64, String)>,
-    /// Files its calls wrote or edited.
-    files: Vec<String>,
-    comp: Option<Point>,
-    usage: Usage,
-}
-
-impl Group {
-    fn new(turn: bool, whole: bool, cards: bool, project: bool) -> Self {
-        Self {
-            turn,
-            whole,
-            sizes: VecDeque::new(),
-            dropped: 0,
-            keeps_first: false,
-            projector: project.then(|| Projector::with_cards(cards)),
-            parts: None,
-            open: false,
-            replay: project.then(Replay::default),
-            input: None,
-            files: Vec::new(),
-            comp: None,
-            usage: Usage::default(),
-        }
-    }
-
-    /// Its replay items, when kept (a group cut at its front has none: its turn is not whole).
-    fn items(&self) -> Option<&[Item]> {
-        if !self.whole {
-            return Some(&[]);
-        }
-        self.replay.as_ref().map(Replay::items)
-    }
-
-    /// Whether its record at index `local` is still in the window.
-    fn holds(&self, local: usize) -> bool {
-        let kept = usize::from(self.keeps_first);
-        local < kept || local >= kept + self.dropped
-    }
-
-    /// Its compaction, if that record is still in the window.
-    fn point(&self) -> Option<&Point> {
-        self.comp.as_ref().filter(|p| self.holds(p.local))
-    }
-
-    /// Ends the group: its projection settles into parts and its turn closes as interrupted
-    /// if no `run_finished` closed it.
-    fn close(&mut self) {
-        if let Some(p) = self.projector.take() {
-            self.open = p.open();
-            self.parts = Some(p.parts());
-        }
-        if let Some(r) = self.replay.as_mut() {
-            r.close_open_turn();
-            self.files = r.written().to_vec();
-        }
-    }
-
-    fn parts(&self) -> Option<TurnParts> {
-        match &self.projector {
-            Some(p) => Some(p.parts()),
-            None => self.parts.clone(),
-        }
-    }
-
-    fn is_open(&self) -> bool {
-        self.projector.as_ref().map_or(self.open, Projector::open)
-    }
-}
-
-/// Derived metadata read beside a window that does not reach the file's start, and what the
-/// window's records said on either side of the length it covers.
-#[derive(Debug)]
-struct Seed {
-    meta: Meta,
-    /// Counted window records before the covered length.
-    before: u64,
-    /// `user_input` records at or after it.
-    turns_after: usize,
-    /// A title or preferences record at or after it.
-    title_after: bool,
-    prefs_after: bool,
-}
 
 /// How the absolute record indices of the window are known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,18 +189,7 @@ impl History {
         self.note(r, ts);
         let offset = self.end;
         if let Some(s) = self.seed.as_mut() {
-            if offset < s.meta.covered {
-                s.before += u64::from(!first);
-            } else {
-                match &r.body {
-                    Body::UserInput { .. } => s.turns_after += 1,
-                    Body::Title { .. } | Body::Compaction { title: Some(_), .. } => {
-                        s.title_after = true;
-                    }
-                    Body::SessionPreferences { .. } => s.prefs_after = true,
-                    _ => {}
-                }
-            }
+            s.note(r, offset, first);
         }
         let seq = self.seq;
         self.seq += 1;
@@ -347,44 +206,7 @@ impl History {
             self.forget_unshowable();
         }
         let g = self.groups.back_mut().ok_or(HistoryError::Invalid)?;
-        let local = g.dropped + g.sizes.len();
-        g.sizes.push_back(bytes);
-        if let Some(p) = g.projector.as_mut() {
-            p.push(r, offset);
-        }
-        if let Body::UserInput { text, .. } = &r.body {
-            g.input = Some((seq, text.clone()));
-        }
-        match &r.body {
-            Body::Usage { input_tokens, .. } => {
-                g.usage = Usage {
-                    tokens: Some(*input_tokens),
-                    reset: false,
-                    after: 0,
-                };
-            }
-            body => {
-                g.usage.after += bytes;
-                if let Body::Compaction {
-                    summary: Some(summary),
-                    through,
-                    ..
-                } = body
-                {
-                    g.usage.reset = true;
-                    g.comp = Some(Point {
-                        summary: summary.clone(),
-                        through: *through,
-                        seq,
-                        local,
-                        item_at: g.replay.as_ref().map_or(0, |rp| rp.items().len()),
-                    });
-                }
-            }
-        }
-        if let Some(rp) = g.replay.as_mut() {
-            rp.push(r, usize::try_from(bytes).unwrap_or(usize::MAX));
-        }
+        g.take(r, offset, seq, bytes);
         if !first {
             self.bytes += bytes;
             self.lines += 1;

@@ -186,7 +186,6 @@ impl TailScan {
 
 /// Runs a [`TailScan`] over a file of `len` bytes of which only `tail`, from offset `at` to
 /// the end, is at hand: the window lies within it (tests, fuzzing, discovery's newest bytes).
-#[must_use]
 pub fn scan_tail(tail: &[u8], at: u64, len: u64, bounds: Bounds) -> Result<Window, HistoryError> {
     let mut s = TailScan::new(len, bounds);
     while let Some((from, n)) = s.want() {
@@ -204,7 +203,6 @@ pub fn scan_tail(tail: &[u8], at: u64, len: u64, bounds: Bounds) -> Result<Windo
 }
 
 /// Runs a [`TailScan`] over a whole file held in memory.
-#[must_use]
 pub fn scan_bytes(bytes: &[u8], bounds: Bounds) -> Result<Window, HistoryError> {
     scan_tail(bytes, 0, bytes.len() as u64, bounds)
 }

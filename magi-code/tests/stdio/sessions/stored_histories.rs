@@ -443,7 +443,7 @@ fn histories_past_the_bounds_open_as_windows() {
     assert_eq!(c.attached(), "keep");
     c.page("keep", &rev, None);
     // Every other one opens, durable, and pages to its end.
-    let mut opened = |c: &mut Client, id: &str| -> (Vec<Value>, bool) {
+    let opened = |c: &mut Client, id: &str| -> (Vec<Value>, bool) {
         let r = result(&open_large(c, id)).clone();
         assert_open_result(&r, id);
         assert_eq!(r["durable"], true);
