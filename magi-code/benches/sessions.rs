@@ -65,16 +65,28 @@ fn write_history(path: &Path, id: &str, cwd: &str, target: u64) {
             let path = format!("src/module_{c}/file_{t}.rs");
             turn.push(rec("activity", json!({"run_id": run, "activity_id": call, "kind": "tool", "state": "started", "name": "read_file", "summary": path})));
             turn.push(rec("tool_call", json!({"run_id": run, "call_id": call, "name": "read_file", "input": {"path": path}})));
-            turn.push(rec("tool_result", json!({"run_id": run, "call_id": call, "output": result, "is_error": false})));
+            turn.push(rec(
+                "tool_result",
+                json!({"run_id": run, "call_id": call, "output": result, "is_error": false}),
+            ));
             turn.push(rec("activity", json!({"run_id": run, "activity_id": call, "kind": "tool", "state": "completed", "name": "read_file", "summary": format!("{path}: 120 lines")})));
             if c == 4 && since_compaction > 4 << 20 {
                 turn.push(rec("compaction", json!({"summary": format!("Summary of the work up to turn {t}: parts read, fixes made, tests run."), "through": input_at})));
                 since_compaction = 0;
             }
         }
-        turn.push(rec("assistant_message", json!({"run_id": run, "message_id": format!("a{t}"), "text": reply})));
-        turn.push(rec("usage", json!({"run_id": run, "input_tokens": 120_000, "output_tokens": 900})));
-        turn.push(rec("run_finished", json!({"run_id": run, "outcome": "completed"})));
+        turn.push(rec(
+            "assistant_message",
+            json!({"run_id": run, "message_id": format!("a{t}"), "text": reply}),
+        ));
+        turn.push(rec(
+            "usage",
+            json!({"run_id": run, "input_tokens": 120_000, "output_tokens": 900}),
+        ));
+        turn.push(rec(
+            "run_finished",
+            json!({"run_id": run, "outcome": "completed"}),
+        ));
         for v in &turn {
             let n = put(&mut w, v) as u64;
             bytes += n;
@@ -91,7 +103,10 @@ fn write_history(path: &Path, id: &str, cwd: &str, target: u64) {
 fn prepare(home: &Path, cwd: &Path, size: u64) -> String {
     let sessions = home.join("sessions");
     fs::create_dir_all(&sessions).expect("sessions");
-    let cwd_s = fs::canonicalize(cwd).expect("cwd").to_string_lossy().into_owned();
+    let cwd_s = fs::canonicalize(cwd)
+        .expect("cwd")
+        .to_string_lossy()
+        .into_owned();
     for i in 0..255 {
         let id = format!("small{i:03}");
         write_history(&sessions.join(format!("{id}.jsonl")), &id, &cwd_s, 4096);
@@ -101,7 +116,10 @@ fn prepare(home: &Path, cwd: &Path, size: u64) -> String {
     let mut c = Child::start(home, cwd);
     let r = c.call("session.open", &json!({"session_id": big}));
     assert!(r.get("result").is_some(), "{r}");
-    let r = c.call("turn.start", &json!({"session_id": big, "prompt": "one more"}));
+    let r = c.call(
+        "turn.start",
+        &json!({"session_id": big, "prompt": "one more"}),
+    );
     assert!(r.get("result").is_some(), "{r}");
     loop {
         let f = c.next();
@@ -137,10 +155,21 @@ fn open(home: &Path, cwd: &Path, id: &str, runs: usize) -> (Vec<f64>, Vec<f64>) 
         let mut c = Child::start(home, cwd);
         let t = Instant::now();
         let r = c.call("session.open", &json!({"session_id": id}));
-        let rev = r["result"]["revision"].as_str().unwrap_or_else(|| panic!("{r}")).to_owned();
-        let p = c.call("history.page", &json!({"session_id": id, "revision": rev, "cursor": null}));
+        let rev = r["result"]["revision"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"))
+            .to_owned();
+        let p = c.call(
+            "history.page",
+            &json!({"session_id": id, "revision": rev, "cursor": null}),
+        );
         ms.push(t.elapsed().as_secs_f64() * 1e3);
-        assert!(p["result"]["entries"].as_array().is_some_and(|e| !e.is_empty()), "{p}");
+        assert!(
+            p["result"]["entries"]
+                .as_array()
+                .is_some_and(|e| !e.is_empty()),
+            "{p}"
+        );
         rss.push(vm_hwm_kib(c.server.child.id()) / 1024.0);
         c.finish();
     }
@@ -162,7 +191,11 @@ fn main() {
     let floor_id = prepare(&fh, &fc, 1);
     let mut floor_list = list(&fh, &fc, runs);
     let (mut floor_open, mut floor_rss) = open(&fh, &fc, &floor_id, runs);
-    let (fl, fo, fr) = (median(&mut floor_list), median(&mut floor_open), median(&mut floor_rss));
+    let (fl, fo, fr) = (
+        median(&mut floor_list),
+        median(&mut floor_open),
+        median(&mut floor_rss),
+    );
     println!("| history | session.list, 256 sessions | open + first page | peak RSS after open |");
     println!("| --- | --- | --- | --- |");
     println!("| floor (one turn) | {fl:.1} ms | {fo:.1} ms | {fr:.1} MiB |");
@@ -175,7 +208,11 @@ fn main() {
         let mut l = list(&home, &cwd, runs);
         let (mut o, mut r) = open(&home, &cwd, &id, runs);
         let (l, o, r) = (median(&mut l), median(&mut o), median(&mut r));
-        println!("| {name} | {l:.1} ms ({:.1}x floor) | {o:.1} ms ({:.1}x floor) | {r:.1} MiB |", l / fl, o / fo);
+        println!(
+            "| {name} | {l:.1} ms ({:.1}x floor) | {o:.1} ms ({:.1}x floor) | {r:.1} MiB |",
+            l / fl,
+            o / fo
+        );
         at.push((*name, l, o, r));
     }
     let find = |n: &str| at.iter().find(|x| x.0 == n).copied();

@@ -193,3 +193,44 @@ fn invalid_requests_change_nothing() {
     assert_eq!(result(&reset)["selection"]["effort_support"], "unsupported");
     assert_eq!(result(&reset)["selection"]["effective_effort"], Value::Null);
 }
+
+/// `decisions.md` 50: a derived-metadata write that fails never fails the append; the result
+/// says `metadata_update_failed`, and the selection is durable all the same.
+#[test]
+fn a_failed_metadata_write_is_a_notice_not_a_failure() {
+    let env = setup();
+    let mut c = start(&env);
+    // The first append creates the history; a folder where the metadata goes makes every
+    // later metadata write fail.
+    let r = set(&mut c, "s0", "scripted", "echo", Value::Null);
+    assert_eq!(result(&r)["notices"], json!([]));
+    let meta = env
+        .home()
+        .join("sessions")
+        .join(format!("{}.meta.json", c.sid));
+    assert!(meta.is_file(), "the owner keeps metadata after its appends");
+    std::fs::remove_file(&meta).unwrap();
+    std::fs::create_dir(&meta).unwrap();
+    std::fs::write(meta.join("x"), "keep the folder non-empty").unwrap();
+    c.sel = result(&r)["selection"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = set(
+        &mut c,
+        "s1",
+        "anthropic",
+        "claude-x",
+        json!({"mode": "set", "value": "high"}),
+    );
+    let res = result(&r);
+    assert_eq!(res["durable"], true);
+    assert_eq!(res["notices"], json!(["metadata_update_failed"]));
+    c.s.shutdown_ok("bye");
+    // The preferences are durable: a new child restores them.
+    let mut s = crate::common::start(&env, &[]);
+    result(&s.call("o", "session.open", &json!({"session_id": c.sid})));
+    let st = result(&s.call("st", "status", &json!({}))).clone();
+    assert_eq!(st["selection"]["model"], "claude-x");
+    s.shutdown_ok("bye");
+}

@@ -13,6 +13,7 @@ mod discover;
 mod full_disk;
 mod history_page;
 mod list;
+mod long;
 mod ownership;
 mod stored_histories;
 
