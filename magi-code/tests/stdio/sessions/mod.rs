@@ -15,6 +15,7 @@ mod history_page;
 mod list;
 mod long;
 mod ownership;
+mod soak;
 mod stored_histories;
 
 use crate::common::*;
