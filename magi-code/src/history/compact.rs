@@ -33,6 +33,12 @@ impl Written {
         }
     }
 
+    /// Whether a file tool's call still waits for its result.
+    #[must_use]
+    pub fn waiting(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Takes the next record's body: a file tool's call, or the result that ends one.
     pub fn note(&mut self, body: &Body) {
         match body {

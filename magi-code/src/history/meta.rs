@@ -54,6 +54,10 @@ pub struct Meta {
     pub title: Option<String>,
     /// The latest saved preferences.
     pub preferences: Option<Prefs>,
+    /// Records before this offset belong to turns no projection can show any more.
+    pub shown_from: u64,
+    /// Records before this offset belong to turns no replay needs any more.
+    pub replay_from: u64,
 }
 
 /// The digest of the bytes just before a covered length, as [`Meta::digest`] holds it.
@@ -75,9 +79,8 @@ impl Meta {
     pub fn of(
         session_id: &str,
         (dev, ino): (u64, u64),
-        covered: u64,
-        last: &[u8],
-        records: u64,
+        (covered, last): (u64, &[u8]),
+        (records, (shown_from, replay_from)): (u64, (u64, u64)),
         summary: &Summary,
     ) -> Self {
         Self {
@@ -97,6 +100,8 @@ impl Meta {
                 model: p.model.clone(),
                 effort: p.effort.clone(),
             }),
+            shown_from: shown_from.min(covered),
+            replay_from: replay_from.min(covered),
         }
     }
 
@@ -117,6 +122,8 @@ impl Meta {
         }
         let m: Self = serde_json::from_slice(bytes).ok()?;
         let sane = m.v == 1
+            && m.shown_from <= m.covered
+            && m.replay_from <= m.covered
             && m.session_id == session_id
             && m.digest.len() == 64
             && m.cwds.len() <= MAX_CWDS
@@ -146,6 +153,17 @@ impl Meta {
             effort: p.effort.clone(),
         })
     }
+}
+
+/// The `type` of a stored line as this backend writes it (`"type":"…"` within its first
+/// 512 bytes, after `session_id`, `ts` and `cwd`), without parsing the line.
+#[must_use]
+pub fn sniff_type(line: &[u8]) -> Option<&[u8]> {
+    const KEY: &[u8] = b"\"type\":\"";
+    let head = &line[..line.len().min(512)];
+    let at = memchr::memmem::find(head, KEY)? + KEY.len();
+    let len = memchr::memchr(b'"', &head[at..])?;
+    Some(&head[at..at + len])
 }
 
 /// Parses the bytes of `session_id`'s metadata file and checks them against its JSONL, of
@@ -184,7 +202,7 @@ mod tests {
             title: Some("t".into()),
             ..Summary::default()
         };
-        Meta::of("s1", (1, 2), 10, b"0123456789", 7, &s)
+        Meta::of("s1", (1, 2), (10, b"0123456789"), (7, (0, 5)), &s)
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub fn feed_at_hand(
         .ok_or(HistoryError::Invalid)?;
     if !body.is_empty() {
         for line in body[..body.len() - 1].split(|b| *b == b'\n') {
-            h.line(line)?;
+            h.line_trusted(line)?;
         }
     }
     h.finish_read(w.torn);

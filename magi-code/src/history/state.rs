@@ -161,6 +161,55 @@ impl History {
         }
     }
 
+    /// Takes one complete stored line that the owner's verified metadata covers, when the
+    /// window's state does not need it parsed (see the group's `wants`), only counting it;
+    /// any other line as [`Self::line`] does.
+    pub fn line_trusted(&mut self, line: &[u8]) -> Result<(), HistoryError> {
+        let covered = self.seed.as_ref().map_or(0, |s| s.meta.covered);
+        let skip = self.end < covered
+            && self.error.is_none()
+            && self
+                .groups
+                .back()
+                .is_some_and(|g| super::meta::sniff_type(line).is_some_and(|kind| !g.wants(kind)));
+        if !skip {
+            return self.line(line);
+        }
+        let bytes = line.len() as u64 + 1;
+        if bytes > self.bounds.bytes {
+            return Err(self.fail(HistoryError::TooLarge));
+        }
+        self.seq += 1;
+        self.end += bytes;
+        self.summary.records += 1;
+        if let Some(s) = self.seed.as_mut() {
+            s.before += 1;
+        }
+        if let Some(g) = self.groups.back_mut() {
+            g.skip(bytes);
+        }
+        self.bytes += bytes;
+        self.lines += 1;
+        self.slide();
+        Ok(())
+    }
+
+    /// Where no projection can show a turn any more and no replay needs one: the starts of the
+    /// oldest groups still keeping each (the state's end when none does), for the metadata.
+    #[must_use]
+    pub fn horizon(&self) -> (u64, u64) {
+        let from = |keeps: &dyn Fn(&Group) -> bool| {
+            self.groups
+                .iter()
+                .find(|g| keeps(g))
+                .map_or(self.end, |g| g.start)
+        };
+        (
+            from(&|g| g.projector.is_some() || g.parts.is_some()),
+            from(&|g| g.replay.is_some()),
+        )
+    }
+
     /// Takes one record whose stored line is `bytes` long (LF included).
     pub fn push(&mut self, r: &Record, bytes: usize) -> Result<(), HistoryError> {
         if let Some(e) = self.error {
@@ -200,7 +249,19 @@ impl History {
                 g.close();
             }
             let whole = input || self.whole;
-            let mut g = Group::new(input, whole, self.cards, self.project);
+            // What the owner's metadata says no projection shows and no replay needs any more
+            // is not built again (the same turns a full read would forget).
+            let (shown_from, replay_from) = self
+                .seed
+                .as_ref()
+                .map_or((0, 0), |s| (s.meta.shown_from, s.meta.replay_from));
+            let replay = self.project && (self.keep_items || offset >= replay_from);
+            let mut g = Group::new(
+                (input, whole, offset),
+                self.cards,
+                self.project && offset >= shown_from,
+                replay,
+            );
             g.keeps_first = first;
             self.groups.push_back(g);
             self.forget_unshowable();
@@ -487,16 +548,9 @@ impl History {
             ..Snapshot::default()
         };
         for g in &self.groups {
-            for f in &g.files {
+            for f in &g.written.files {
                 if !s.files.contains(f) {
                     s.files.push(f.clone());
-                }
-            }
-            if let Some(rp) = g.replay.as_ref().filter(|_| g.projector.is_some()) {
-                for f in rp.written() {
-                    if !s.files.contains(f) {
-                        s.files.push(f.clone());
-                    }
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! its records' sizes, its projection and replay, its compaction and usage, as the window
 //! state (`state.rs`) keeps them.
 
+use super::compact::Written;
 use super::meta::Meta;
 use super::projection::{Projector, TurnParts};
 use super::record::{Body, Record};
@@ -37,6 +38,8 @@ pub(super) struct Usage {
 pub(super) struct Group {
     /// A turn (it starts with its `user_input`), not the lead.
     pub(super) turn: bool,
+    /// File offset of its first record.
+    pub(super) start: u64,
     /// It holds every record of its turn (the lead: of the file's start).
     pub(super) whole: bool,
     /// Stored line lengths of its records in the window, oldest first.
@@ -57,15 +60,23 @@ pub(super) struct Group {
     /// Its input and the input's sequence number.
     pub(super) input: Option<(u64, String)>,
     /// Files its calls wrote or edited.
-    pub(super) files: Vec<String>,
+    pub(super) written: Written,
     pub(super) comp: Option<Point>,
     pub(super) usage: Usage,
 }
 
 impl Group {
-    pub(super) fn new(turn: bool, whole: bool, cards: bool, project: bool) -> Self {
+    /// A group starting at `start`; `project` and `replay` say whether it keeps a projection
+    /// and a replay (a turn no projection can show, or before the replay's start, keeps none).
+    pub(super) fn new(
+        (turn, whole, start): (bool, bool, u64),
+        cards: bool,
+        project: bool,
+        replay: bool,
+    ) -> Self {
         Self {
             turn,
+            start,
             whole,
             sizes: VecDeque::new(),
             dropped: 0,
@@ -73,9 +84,9 @@ impl Group {
             projector: project.then(|| Projector::with_cards(cards)),
             parts: None,
             open: false,
-            replay: project.then(Replay::default),
+            replay: replay.then(Replay::default),
             input: None,
-            files: Vec::new(),
+            written: Written::default(),
             comp: None,
             usage: Usage::default(),
         }
@@ -109,7 +120,6 @@ impl Group {
         }
         if let Some(r) = self.replay.as_mut() {
             r.close_open_turn();
-            self.files = r.written().to_vec();
         }
     }
 
@@ -148,6 +158,7 @@ impl Group {
         if let Some(p) = self.projector.as_mut() {
             p.push(r, offset);
         }
+        self.written.note(&r.body);
         match &r.body {
             Body::UserInput { text, .. } => {
                 self.input = Some((seq, text.clone()));
@@ -180,6 +191,30 @@ impl Group {
         if let Some(rp) = self.replay.as_mut() {
             rp.push(r, usize::try_from(bytes).unwrap_or(usize::MAX));
         }
+    }
+}
+
+impl Group {
+    /// Whether a record of type `kind` that its owner already validated (before the length
+    /// its metadata covers) must still be parsed: what neither this group's projection, its
+    /// replay nor its written files need is only counted.
+    pub(super) fn wants(&self, kind: &[u8]) -> bool {
+        match kind {
+            b"tool_result" => self.replay.is_some() || self.written.waiting(),
+            b"provider_item" => self.replay.is_some(),
+            b"code_call" => false,
+            b"activity" | b"assistant_chunk" | b"reasoning_summary" | b"tool_card" => {
+                self.projector.is_some()
+            }
+            b"assistant_message" => self.projector.is_some() || self.replay.is_some(),
+            _ => true,
+        }
+    }
+
+    /// Counts a record of `bytes` bytes that nothing of the group needs.
+    pub(super) fn skip(&mut self, bytes: u64) {
+        self.sizes.push_back(bytes);
+        self.usage.after += bytes;
     }
 }
 

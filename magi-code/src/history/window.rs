@@ -5,7 +5,7 @@
 use super::record::HistoryError;
 
 /// Bytes of one backward read.
-const CHUNK: usize = 64 << 10;
+const CHUNK: usize = 256 << 10;
 /// Longest first record read beside a window that does not reach it.
 pub const FIRST_RECORD_BYTES: u64 = 1 << 20;
 

@@ -103,7 +103,7 @@ pub fn feed_window(
                 cancelled = true;
                 return false;
             }
-            match h.line(line) {
+            match h.line_trusted(line) {
                 Ok(()) => true,
                 Err(e) => {
                     refused = Some(e);

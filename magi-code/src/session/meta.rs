@@ -30,9 +30,8 @@ pub fn write(rt: &Runtime, a: &Attachment) -> bool {
     let meta = Meta::of(
         a.id.as_str(),
         (identity.dev, identity.ino),
-        covered,
-        &last,
-        h.records(),
+        (covered, &last),
+        (h.records(), h.horizon()),
         h.summary(),
     );
     let Some(bytes) = meta.to_bytes() else {

@@ -339,9 +339,8 @@ fn metadata_tells_what_lies_before_the_window() {
     let m = Meta::of(
         "s1",
         (1, 2),
-        covered,
-        &covered_bytes[from..],
-        owner.records(),
+        (covered, &covered_bytes[from..]),
+        (owner.records(), owner.horizon()),
         owner.summary(),
     );
     let m_bytes = m.to_bytes().unwrap();
@@ -381,4 +380,77 @@ fn metadata_tells_what_lies_before_the_window() {
     let (gap, _) = read_seeded(&all, &id(), tiny, Some(m)).unwrap();
     assert_eq!(gap.summary().title.as_deref(), Some("early"));
     assert!(gap.summary().turns < 30, "turns in the gap are not known");
+}
+
+/// Lines the owner's metadata covers are only counted when nothing needs them parsed; the
+/// state is the one a full read of the same window builds.
+#[test]
+fn lines_the_metadata_covers_read_as_a_full_read_does() {
+    use crate::history::meta::{digest_from, Meta};
+    use crate::history::read_seeded;
+    let write = |run: &str, c: &str| {
+        vec![
+            json!({"type":"tool_call","session_id":"s1","ts":TS,"run_id":run,"call_id":c,"name":"write_file","input":{"path":format!("/w/{c}")}}),
+            json!({"type":"tool_result","session_id":"s1","ts":TS,"run_id":run,"call_id":c,"output":"ok","is_error":false}),
+        ]
+    };
+    let mut v = vec![meta()];
+    for t in 0..60 {
+        let run = format!("r{t}");
+        let at = v.len() as u64;
+        v.push(input(&run, &format!("q{t}")));
+        for k in 0..3 {
+            let c = format!("c{t}-{k}");
+            v.push(activity(&run, &c, "started"));
+            v.push(call(&run, &c));
+            v.push(result(&run, &c, &"o".repeat(300)));
+            v.push(activity(&run, &c, "completed"));
+        }
+        v.extend(write(&run, &format!("w{t}")));
+        v.push(json!({"type":"provider_item","session_id":"s1","ts":TS,"run_id":run,"provider":"p","item":{"x":t}}));
+        v.push(json!({"type":"usage","session_id":"s1","ts":TS,"run_id":run,"input_tokens":100 + t,"output_tokens":1}));
+        if t % 20 == 7 {
+            v.push(compaction(&format!("s{t}"), at));
+        }
+        v.push(reply(&run, "done"));
+        v.push(finished(&run));
+        if t == 45 {
+            // The owner's metadata covers everything up to here.
+            v.push(json!({"type":"title","session_id":"s1","ts":TS,"title":"cover"}));
+        }
+    }
+    let all = bytes(&v);
+    let cover_at = v.iter().position(|r| r["type"] == "title").unwrap();
+    let covered_bytes = bytes(&v[..=cover_at]);
+    let covered = covered_bytes.len() as u64;
+    let bounds = Bounds {
+        bytes: all.len() as u64 * 2 / 3,
+        lines: 100_000,
+    };
+    let (owner, _) = read_within(&covered_bytes, &id(), bounds).unwrap();
+    let from = usize::try_from(digest_from(covered)).unwrap();
+    let m = Meta::of(
+        "s1",
+        (1, 2),
+        (covered, &covered_bytes[from..]),
+        (owner.records(), owner.horizon()),
+        owner.summary(),
+    );
+    assert!(m.replay_from > 0, "a compaction freed earlier turns");
+    let (bare, bp) = read_within(&all, &id(), bounds).unwrap();
+    let (seeded, sp) = read_seeded(&all, &id(), bounds, Some(m)).unwrap();
+    assert_eq!(bp, sp);
+    let (a, b) = (bare.snapshot().unwrap(), seeded.snapshot().unwrap());
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(a.files, b.files);
+    assert_eq!(a.inputs, b.inputs);
+    assert_eq!(
+        (a.inputs_before, &a.mid, &a.after),
+        (b.inputs_before, &b.mid, &b.after)
+    );
+    assert_eq!(
+        (a.last_input_tokens, a.bytes_since_usage),
+        (b.last_input_tokens, b.bytes_since_usage)
+    );
+    assert_eq!(seeded.summary().title.as_deref(), Some("cover"));
 }

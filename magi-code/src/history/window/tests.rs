@@ -63,7 +63,7 @@ fn a_newest_record_over_the_bound_is_too_large() {
     // A single record of any length within the first-record allowance is the first record.
     let w = scan_bytes(&file(5000, &[]), B).unwrap();
     assert!(w.whole);
-    let huge = usize::try_from(FIRST_RECORD_BYTES).unwrap() + 1001 + (64 << 10);
+    let huge = usize::try_from(FIRST_RECORD_BYTES).unwrap() + 1001 + 2 * CHUNK;
     assert_eq!(scan_bytes(&file(huge, &[]), B), Err(HistoryError::TooLarge));
 }
 
