@@ -58,6 +58,9 @@ pub struct Meta {
     pub shown_from: u64,
     /// Records before this offset belong to turns no replay needs any more.
     pub replay_from: u64,
+    /// Where the read window of the covered prefix starts (0: at the file's start): a later
+    /// window starts at or after it.
+    pub window_start: u64,
 }
 
 /// The digest of the bytes just before a covered length, as [`Meta::digest`] holds it.
@@ -80,7 +83,7 @@ impl Meta {
         session_id: &str,
         (dev, ino): (u64, u64),
         (covered, last): (u64, &[u8]),
-        (records, (shown_from, replay_from)): (u64, (u64, u64)),
+        (records, (shown_from, replay_from), window_start): (u64, (u64, u64), u64),
         summary: &Summary,
     ) -> Self {
         Self {
@@ -102,6 +105,7 @@ impl Meta {
             }),
             shown_from: shown_from.min(covered),
             replay_from: replay_from.min(covered),
+            window_start: window_start.min(covered),
         }
     }
 
@@ -124,6 +128,7 @@ impl Meta {
         let sane = m.v == 1
             && m.shown_from <= m.covered
             && m.replay_from <= m.covered
+            && m.window_start <= m.covered
             && m.session_id == session_id
             && m.digest.len() == 64
             && m.cwds.len() <= MAX_CWDS
@@ -202,7 +207,7 @@ mod tests {
             title: Some("t".into()),
             ..Summary::default()
         };
-        Meta::of("s1", (1, 2), (10, b"0123456789"), (7, (0, 5)), &s)
+        Meta::of("s1", (1, 2), (10, b"0123456789"), (7, (0, 5), 0), &s)
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod room;
 pub mod shown;
 pub mod state;
 pub mod summary;
+pub mod trust;
 mod turn;
 pub mod window;
 
@@ -81,8 +82,9 @@ pub fn feed_at_hand(
         .get(ix(w.start - at)..ix(w.end - at))
         .ok_or(HistoryError::Invalid)?;
     if !body.is_empty() {
+        let mut trust = h.trust();
         for line in body[..body.len() - 1].split(|b| *b == b'\n') {
-            h.line_trusted(line)?;
+            h.line_trusted(line, &mut trust)?;
         }
     }
     h.finish_read(w.torn);

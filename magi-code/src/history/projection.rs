@@ -12,21 +12,15 @@ pub use super::shown::{
 };
 use super::shown::{shared, Part};
 
-/// An entry's text: raw while it may still grow (an assistant reply taking chunks), else only
-/// its serialized parts, shared with every projection that shows it.
-#[derive(Debug)]
-enum Text {
-    Raw(String),
-    Parts(Box<[Arc<str>]>),
-}
-
 #[derive(Debug)]
 struct Logical {
     kind: &'static str,
     /// Its message number: the file offset of the record that made it, so its serialization
     /// does not depend on what else a projection shows.
     id: u64,
-    text: Text,
+    /// Its raw text: sanitized, chunked and serialized only when parts are asked for (once,
+    /// when its turn closes), never per record that changes it.
+    text: String,
     /// Bytes of the raw text (what the hold bound counts).
     len: usize,
     partial: bool,
@@ -42,7 +36,7 @@ impl Logical {
             kind,
             id,
             len: text.len(),
-            text: Text::Raw(text),
+            text,
             partial,
             reconciled: false,
             card: None,
@@ -54,20 +48,14 @@ impl Logical {
         self.len + self.card.as_ref().map_or(0, |c| c.to_string().len())
     }
 
-    /// Parts it holds, exactly once settled, else as many as its raw text can fill.
-    fn part_count(&self) -> usize {
-        match &self.text {
-            Text::Parts(p) => p.len(),
-            Text::Raw(t) => t.len() / (CHUNK_BYTES - 6) + 1,
-        }
+    /// Parts its raw text can fill at most.
+    const fn part_count(&self) -> usize {
+        self.len / (CHUNK_BYTES - 6) + 1
     }
 
     /// Its serialized parts: sanitized first, then chunked.
     fn parts(&self) -> Vec<Arc<str>> {
-        let text = match &self.text {
-            Text::Parts(parts) => return parts.to_vec(),
-            Text::Raw(text) => sanitize_text(text),
-        };
+        let text = sanitize_text(&self.text);
         let id = format!("m{}", self.id);
         let mut part = Part {
             card: self.card.as_ref(),
@@ -97,29 +85,8 @@ impl Logical {
             .collect()
     }
 
-    /// Keeps only the serialized parts once its text can no longer grow (every entry but an
-    /// assistant reply still taking chunks).
-    fn settle(&mut self) {
-        let grows = self.kind == "assistant" && !self.reconciled;
-        if !grows && matches!(self.text, Text::Raw(_)) {
-            self.text = Text::Parts(self.parts().into());
-        }
-    }
-
     fn set_partial(&mut self, partial: bool) {
         self.partial = partial;
-        // Settled parts are re-serialized with the new flag: the same bytes as serializing
-        // the raw text afresh, since the text in them is already sanitized and chunked.
-        if let Text::Parts(parts) = &mut self.text {
-            for part in parts.iter_mut() {
-                if let Ok(mut v) = serde_json::from_str::<Value>(part) {
-                    if let Some(o) = v.as_object_mut() {
-                        o.insert("partial".into(), Value::Bool(partial));
-                    }
-                    *part = shared(&mut Vec::with_capacity(part.len()), &v);
-                }
-            }
-        }
     }
 }
 
@@ -162,8 +129,6 @@ pub struct Projector {
     /// Raw bytes and parts held.
     held: usize,
     held_parts: usize,
-    /// The entry the record being taken changed, settled once the record is taken.
-    changed: Option<usize>,
     /// The message number of the record being taken.
     id: u64,
 }
@@ -217,11 +182,10 @@ impl Projector {
         };
         let l = self.entry(i);
         l.len = text.len();
-        l.text = Text::Raw(text);
+        l.text = text;
         let new_parts = l.part_count();
         self.held = self.held - old_len + self.out[i - self.first].len;
         self.held_parts = self.held_parts - old_parts + new_parts;
-        self.changed = Some(i);
     }
 
     fn set_partial(&mut self, i: usize, partial: bool) {
@@ -235,9 +199,7 @@ impl Projector {
         self.held += l.held();
         self.held_parts += l.part_count();
         self.out.push_back(l);
-        let i = self.first + self.out.len() - 1;
-        self.changed = Some(i);
-        i
+        self.first + self.out.len() - 1
     }
 
     /// Drops the oldest entries while more than twice the snapshot budget is held.
@@ -257,15 +219,6 @@ impl Projector {
     pub fn push(&mut self, r: &Record, id: u64) {
         self.id = id;
         self.apply(r);
-        if let Some(i) = self.changed.take() {
-            if i >= self.first {
-                let l = self.entry(i);
-                let before = l.part_count();
-                l.settle();
-                let after = l.part_count();
-                self.held_parts = self.held_parts - before + after;
-            }
-        }
         self.trim();
     }
 
@@ -343,16 +296,12 @@ impl Projector {
                 if l.reconciled {
                     return;
                 }
-                // Not reconciled: its text is still raw.
-                if let Text::Raw(t) = &mut l.text {
-                    let before = t.len() / (CHUNK_BYTES - 6) + 1;
-                    t.push_str(text);
-                    l.len = t.len();
-                    let after = t.len() / (CHUNK_BYTES - 6) + 1;
-                    self.held += text.len();
-                    self.held_parts = self.held_parts - before + after;
-                    self.changed = Some(i);
-                }
+                let before = l.part_count();
+                l.text.push_str(text);
+                l.len = l.text.len();
+                let after = l.part_count();
+                self.held += text.len();
+                self.held_parts = self.held_parts - before + after;
             }
             Slot::Dropped => {}
             Slot::New => {
@@ -373,7 +322,6 @@ impl Projector {
                 // Legacy output without text keeps its stored chunks.
                 self.set_partial(i, partial);
                 self.entry(i).reconciled = true;
-                self.changed = Some(i);
             }
             Slot::Dropped => {}
             Slot::New => {
@@ -451,7 +399,6 @@ impl Projector {
                 self.held = self.held - old.held() + l.held();
                 self.held_parts = self.held_parts - old.part_count() + l.part_count();
                 *self.entry(i) = l;
-                self.changed = Some(i);
             }
             Slot::Dropped => {}
             Slot::New => {
@@ -459,7 +406,6 @@ impl Projector {
                 self.held_parts += l.part_count();
                 self.out.push_back(l);
                 let i = self.first + self.out.len() - 1;
-                self.changed = Some(i);
                 self.card_entries.insert(activity_id.to_owned(), i);
             }
         }

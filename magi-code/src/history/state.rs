@@ -9,6 +9,7 @@ use super::projection::{self, Projection, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PA
 use super::record::{Body, HistoryError, Record};
 use super::replay::Item;
 use super::summary::{Preferences, Summary};
+use super::trust::Trust;
 use super::turn::{Group, Point, Seed};
 use super::window::Bounds;
 use crate::store::SessionId;
@@ -161,21 +162,25 @@ impl History {
         }
     }
 
-    /// Takes one complete stored line that the owner's verified metadata covers, when the
-    /// window's state does not need it parsed (see the group's `wants`), only counting it;
-    /// any other line as [`Self::line`] does.
-    pub fn line_trusted(&mut self, line: &[u8]) -> Result<(), HistoryError> {
-        let covered = self.seed.as_ref().map_or(0, |s| s.meta.covered);
-        let skip = self.end < covered
-            && self.error.is_none()
-            && self
-                .groups
-                .back()
-                .is_some_and(|g| super::meta::sniff_type(line).is_some_and(|kind| !g.wants(kind)));
-        if !skip {
-            return self.line(line);
+    /// Takes one complete stored line as [`Self::line`] does, unless `trust` says nothing
+    /// needs it parsed: then it is only counted.
+    pub fn line_trusted(&mut self, line: &[u8], trust: &mut Trust) -> Result<(), HistoryError> {
+        if trust.needs(self.end, line) {
+            let offset = self.end;
+            let r = Record::parse(line).map_err(|e| self.fail(e))?;
+            trust.parsed(&r, offset);
+            self.push(&r, line.len() + 1)
+        } else {
+            self.skip(line.len() as u64 + 1)
         }
-        let bytes = line.len() as u64 + 1;
+    }
+
+    /// Counts one stored line of `bytes` bytes that nothing of its turn needs: a line the
+    /// owner's metadata covers, decided by a [`Trust`].
+    pub fn skip(&mut self, bytes: u64) -> Result<(), HistoryError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
         if bytes > self.bounds.bytes {
             return Err(self.fail(HistoryError::TooLarge));
         }
@@ -192,6 +197,27 @@ impl History {
         self.lines += 1;
         self.slide();
         Ok(())
+    }
+
+    /// The decisions of a read of this state's window: which lines need parsing.
+    #[must_use]
+    pub fn trust(&self) -> Trust {
+        Trust::new(
+            self.seed.as_ref().map(|s| &s.meta),
+            self.project,
+            self.keep_items,
+        )
+    }
+
+    /// Where the read window starts: 0 when it reaches the file's start, else its first
+    /// counted line (the metadata's hint for the next read).
+    #[must_use]
+    pub const fn window_start(&self) -> u64 {
+        if self.whole {
+            0
+        } else {
+            self.end - self.bytes
+        }
     }
 
     /// Where no projection can show a turn any more and no replay needs one: the starts of the
@@ -251,17 +277,8 @@ impl History {
             let whole = input || self.whole;
             // What the owner's metadata says no projection shows and no replay needs any more
             // is not built again (the same turns a full read would forget).
-            let (shown_from, replay_from) = self
-                .seed
-                .as_ref()
-                .map_or((0, 0), |s| (s.meta.shown_from, s.meta.replay_from));
-            let replay = self.project && (self.keep_items || offset >= replay_from);
-            let mut g = Group::new(
-                (input, whole, offset),
-                self.cards,
-                self.project && offset >= shown_from,
-                replay,
-            );
+            let (project, replay) = self.trust().keeps(offset);
+            let mut g = Group::new((input, whole, offset), self.cards, project, replay);
             g.keeps_first = first;
             self.groups.push_back(g);
             self.forget_unshowable();
@@ -446,7 +463,8 @@ impl History {
     /// the file's start, when its covered length lies within the window.
     fn use_seed(&mut self, s: &Seed) {
         let m = &s.meta;
-        if self.whole || m.covered > self.end {
+        // A read from the file's start saw everything itself (it may have slid since).
+        if self.start == 0 || m.covered > self.end {
             return;
         }
         let sum = &mut self.summary;

@@ -195,22 +195,6 @@ impl Group {
 }
 
 impl Group {
-    /// Whether a record of type `kind` that its owner already validated (before the length
-    /// its metadata covers) must still be parsed: what neither this group's projection, its
-    /// replay nor its written files need is only counted.
-    pub(super) fn wants(&self, kind: &[u8]) -> bool {
-        match kind {
-            b"tool_result" => self.replay.is_some() || self.written.waiting(),
-            b"provider_item" => self.replay.is_some(),
-            b"code_call" => false,
-            b"activity" | b"assistant_chunk" | b"reasoning_summary" | b"tool_card" => {
-                self.projector.is_some()
-            }
-            b"assistant_message" => self.projector.is_some() || self.replay.is_some(),
-            _ => true,
-        }
-    }
-
     /// Counts a record of `bytes` bytes that nothing of the group needs.
     pub(super) fn skip(&mut self, bytes: u64) {
         self.sizes.push_back(bytes);

@@ -2,8 +2,9 @@
 //! (`decisions.md` 47) that validates every record read, checks the workspace and builds the
 //! projection. Its cost is the window's, whatever the file's length.
 
+use crate::history::trust::Trust;
 use crate::history::window::{first_record_end, Bounds, TailScan, Window, FIRST_RECORD_BYTES};
-use crate::history::{History, HistoryError, Projection};
+use crate::history::{History, HistoryError, Projection, Record};
 use crate::runtime::Runtime;
 use crate::store::{HeldFile, Identity, ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
@@ -77,6 +78,107 @@ pub fn find_window(file: &HeldFile, bounds: Bounds) -> Result<Window, WindowErro
     }
 }
 
+/// The window as the metadata `m` places it: from its window start (a line start at or
+/// before the true window's, which the state reaches by sliding as it reads) to the last LF,
+/// found in the file's last 1 MiB; `None` when that holds no LF after the cover.
+fn window_after(file: &HeldFile, m: &crate::history::meta::Meta) -> Option<Window> {
+    let len = file.len();
+    let from = len.saturating_sub(1 << 20).max(m.covered);
+    let mut tail = vec![0u8; usize::try_from(len - from).ok()?];
+    file.read_at(from, &mut tail).ok()?;
+    let end = match memchr::memrchr(b'\n', &tail) {
+        Some(i) => from + i as u64 + 1,
+        None if from == m.covered => m.covered,
+        None => return None,
+    };
+    Some(Window {
+        start: m.window_start,
+        end,
+        whole: m.window_start == 0,
+        torn: end < len,
+        lines: 0,
+    })
+}
+
+/// Lines parsed before they are folded into the state.
+const BATCH: usize = 256;
+
+/// One line of a window read, as the reading half passes it to the folding half.
+enum Line {
+    /// Parsed, with its stored length.
+    Parsed(Box<Record>, u64),
+    /// Only counted (see [`crate::history::trust::Trust`]), with its stored length.
+    Counted(u64),
+    /// Refused.
+    Refused(HistoryError),
+}
+
+/// Reads the lines of window `w`, parsing those `trust` says need it, and hands them to
+/// `sink` in batches (false from it stops the read): whether the read went to the window's
+/// end, and whether it was cancelled.
+fn read_lines(
+    file: &HeldFile,
+    w: &Window,
+    mut trust: Trust,
+    cancel: &Cancel,
+    sink: &mut dyn FnMut(Vec<Line>) -> bool,
+) -> (Result<bool, ReadError>, bool) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let (mut offset, mut n, mut cancelled) = (w.start, 0usize, false);
+    let read = file.lines(w.start, w.end, &mut |line| {
+        n += 1;
+        if n.is_multiple_of(4096) && cancel.is_cancelled() {
+            cancelled = true;
+            return false;
+        }
+        let len = line.len() as u64 + 1;
+        let item = if trust.needs(offset, line) {
+            let parsed = if trust.covers(offset) {
+                Record::parse_trusted(line)
+            } else {
+                Record::parse(line)
+            };
+            match parsed {
+                Ok(r) => {
+                    trust.parsed(&r, offset);
+                    Line::Parsed(Box::new(r), len)
+                }
+                Err(e) => Line::Refused(e),
+            }
+        } else {
+            Line::Counted(len)
+        };
+        offset += len;
+        let refused = matches!(item, Line::Refused(_));
+        batch.push(item);
+        if (batch.len() == BATCH || refused) && !sink(std::mem::take(&mut batch)) {
+            return false;
+        }
+        !refused
+    });
+    if !batch.is_empty() {
+        sink(batch);
+    }
+    (read, cancelled)
+}
+
+/// Folds a batch of lines into `h`; false (with the refusal in `refused`) at the first it
+/// refuses.
+fn fold(h: &mut History, batch: Vec<Line>, refused: &mut Option<HistoryError>) -> bool {
+    for item in batch {
+        let taken = match item {
+            Line::Parsed(r, len) => h.push(&r, usize::try_from(len).unwrap_or(usize::MAX)),
+            Line::Counted(len) => h.skip(len),
+            Line::Refused(e) => Err(e),
+        };
+        if let Err(e) = taken {
+            *refused = Some(e);
+            return false;
+        }
+    }
+    true
+}
+
 /// Feeds `h` the window of the held file: its first record beside a window that does not
 /// reach it, then every line of the window. Checks `cancel` every 4,096 lines.
 pub fn feed_window(
@@ -94,31 +196,17 @@ pub fn feed_window(
         h.skip_to(w.start);
     }
     let mut refused = None;
-    let mut cancelled = false;
-    let mut n = 0usize;
-    let whole = file
-        .lines(w.start, w.end, &mut |line| {
-            n += 1;
-            if n.is_multiple_of(4096) && cancel.is_cancelled() {
-                cancelled = true;
-                return false;
-            }
-            match h.line_trusted(line) {
-                Ok(()) => true,
-                Err(e) => {
-                    refused = Some(e);
-                    false
-                }
-            }
-        })
-        .map_err(WindowError::Read)?;
+    let read = read_lines(file, w, h.trust(), cancel, &mut |batch| {
+        fold(h, batch, &mut refused)
+    });
+    let (read, cancelled) = read;
     if cancelled || cancel.is_cancelled() {
         return Err(WindowError::Cancelled);
     }
     if let Some(e) = refused {
         return Err(WindowError::History(e));
     }
-    if !whole {
+    if !read.map_err(WindowError::Read)? {
         return Err(WindowError::History(HistoryError::Invalid));
     }
     h.finish_read(w.torn);
@@ -155,13 +243,16 @@ pub fn load_with(
         history.keep_items();
     }
     let file = HeldFile::open(&sessions.history_path(id)).map_err(read_err)?;
-    let w = find_window(&file, Bounds::READ)?;
-    if !w.whole {
-        // What lies before the window (its record count, title, preferences) comes from the
-        // owner's derived metadata when it still describes this file.
-        if let (Some(meta), _) = super::meta::read_verified(&sessions, id, &file) {
-            history.seed(meta);
-        }
+    // The owner's derived metadata, when it still describes this file, tells what lies before
+    // the window (its record count, title, preferences), where the window starts at the
+    // earliest, and which covered lines need no parse.
+    let meta = super::meta::read_verified(&sessions, id, &file).0;
+    let w = match meta.as_ref().and_then(|m| window_after(&file, m)) {
+        Some(w) => w,
+        None => find_window(&file, Bounds::READ)?,
+    };
+    if let Some(m) = meta {
+        history.seed(m);
     }
     feed_window(&file, &w, &mut history, cancel)?;
     let identity = file.finish().map_err(read_err)?;

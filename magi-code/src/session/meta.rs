@@ -31,7 +31,7 @@ pub fn write(rt: &Runtime, a: &Attachment) -> bool {
         a.id.as_str(),
         (identity.dev, identity.ino),
         (covered, &last),
-        (h.records(), h.horizon()),
+        (h.records(), h.horizon(), h.window_start()),
         h.summary(),
     );
     let Some(bytes) = meta.to_bytes() else {

@@ -340,7 +340,7 @@ fn metadata_tells_what_lies_before_the_window() {
         "s1",
         (1, 2),
         (covered, &covered_bytes[from..]),
-        (owner.records(), owner.horizon()),
+        (owner.records(), owner.horizon(), owner.window_start()),
         owner.summary(),
     );
     let m_bytes = m.to_bytes().unwrap();
@@ -433,7 +433,7 @@ fn lines_the_metadata_covers_read_as_a_full_read_does() {
         "s1",
         (1, 2),
         (covered, &covered_bytes[from..]),
-        (owner.records(), owner.horizon()),
+        (owner.records(), owner.horizon(), owner.window_start()),
         owner.summary(),
     );
     assert!(m.replay_from > 0, "a compaction freed earlier turns");
