@@ -1,6 +1,7 @@
-//! What a run may still add to its session's projection, so that a reopen can project the
-//! history it stores (`history_snapshot_bytes`, `history_snapshot_parts`): a reply stopped at
-//! this bound fails `content_limit` instead of storing a history no `session.open` can read.
+//! A room of projection bytes and parts a run may fill, charged as text serializes. Sessions
+//! no longer bound their runs by it (`decisions.md` 48: the projection window shows the newest
+//! turns that fit, so a run's bounds are its own): an attachment's runs get
+//! [`Room::unbounded`]; [`Room::none`] stores nothing (an attachment released mid-run).
 
 use super::projection::{Projection, CHUNK_BYTES, SNAPSHOT_BYTES, SNAPSHOT_PARTS};
 

@@ -9,7 +9,7 @@ use super::projection::{self, Projection, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PA
 use super::record::{Body, HistoryError, Record};
 use super::replay::Item;
 use super::summary::{Preferences, Summary};
-use super::trust::Trust;
+use super::trust::{Items, Trust};
 use super::turn::{Group, Point, Seed};
 use super::window::Bounds;
 use crate::store::SessionId;
@@ -37,8 +37,10 @@ pub struct History {
     summary: Summary,
     project: bool,
     cards: bool,
-    /// Keep every group's replay items (a rebuild after the window dropped a compaction).
-    keep_items: bool,
+    /// Which turns keep their replay items.
+    items: Items,
+    /// Turns started so far.
+    turns: usize,
     bounds: Bounds,
     groups: VecDeque<Group>,
     /// Whether the window reaches the file's start.
@@ -67,7 +69,8 @@ impl History {
             summary: Summary::default(),
             project,
             cards: false,
-            keep_items: false,
+            items: Items::Needed,
+            turns: 0,
             bounds: Bounds::READ,
             groups: VecDeque::new(),
             whole: true,
@@ -122,9 +125,9 @@ impl History {
         self.cards = cards;
     }
 
-    /// Keeps every turn's replay items, so a snapshot never finds them dropped.
-    pub fn keep_items(&mut self) {
-        self.keep_items = true;
+    /// Which turns keep their replay items (default: those a replay still needs).
+    pub fn keep_items(&mut self, items: Items) {
+        self.items = items;
     }
 
     /// A window under other bounds than the protocol's (tests); before the first record.
@@ -205,7 +208,7 @@ impl History {
         Trust::new(
             self.seed.as_ref().map(|s| &s.meta),
             self.project,
-            self.keep_items,
+            self.items,
         )
     }
 
@@ -277,7 +280,8 @@ impl History {
             let whole = input || self.whole;
             // What the owner's metadata says no projection shows and no replay needs any more
             // is not built again (the same turns a full read would forget).
-            let (project, replay) = self.trust().keeps(offset);
+            let (project, replay) = self.trust().keeps(offset, input, self.turns);
+            self.turns += usize::from(input);
             let mut g = Group::new((input, whole, offset), self.cards, project, replay);
             g.keeps_first = first;
             self.groups.push_back(g);
@@ -392,7 +396,7 @@ impl History {
     /// Frees the replay items of turns the newest compaction made unneeded (their inputs and
     /// files are kept).
     fn forget_unreplayed(&mut self) {
-        if self.keep_items {
+        if self.items != Items::Needed {
             return;
         }
         let Some((gi, start)) = self.replay_start() else {
@@ -560,6 +564,9 @@ impl History {
     pub fn snapshot(&self) -> Result<Snapshot, HistoryError> {
         if let Some(e) = self.error {
             return Err(e);
+        }
+        if self.items == Items::Deferred {
+            return Err(HistoryError::Evicted);
         }
         let mut s = Snapshot {
             records: self.records(),

@@ -8,6 +8,19 @@ use super::compact::FILE_TOOLS;
 use super::meta::{sniff_type, Meta};
 use super::record::{Body, Record};
 
+/// Which turns of a read keep their replay items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Items {
+    /// Those a replay still needs: from the newest compaction's turns on.
+    #[default]
+    Needed,
+    /// Every turn's (a read again after the window dropped the compaction that freed some).
+    All,
+    /// Only the first whole turn's (the title's exchange): an open builds no replay; the first
+    /// turn that needs one reads the window again.
+    Deferred,
+}
+
 /// The decision state of one read.
 #[derive(Debug, Clone)]
 pub struct Trust {
@@ -15,7 +28,9 @@ pub struct Trust {
     shown_from: u64,
     replay_from: u64,
     project: bool,
-    keep_items: bool,
+    items: Items,
+    /// Turns started so far.
+    turns: usize,
     /// The turn the next line falls in: whether it is projected and replayed, and whether
     /// one of its calls named a file tool; `None` before the first line.
     turn: Option<(bool, bool, bool)>,
@@ -23,26 +38,33 @@ pub struct Trust {
 
 impl Trust {
     /// The decisions of a read with verified metadata `meta` (none: every line is parsed),
-    /// building a projection and replay when `project`, every turn's items when `keep_items`.
+    /// building a projection and replay when `project`, keeping `items`.
     #[must_use]
-    pub fn new(meta: Option<&Meta>, project: bool, keep_items: bool) -> Self {
+    pub fn new(meta: Option<&Meta>, project: bool, items: Items) -> Self {
         Self {
             covered: meta.map_or(0, |m| m.covered),
             shown_from: meta.map_or(0, |m| m.shown_from),
             replay_from: meta.map_or(0, |m| m.replay_from),
             project,
-            keep_items,
+            items,
+            turns: 0,
             turn: None,
         }
     }
 
-    /// Whether a turn starting at `offset` keeps a projection and a replay: the same choice
-    /// the window state makes when it starts one.
+    /// Whether a group starting at `offset` keeps a projection and a replay, `turns` turns
+    /// (groups starting with a `user_input`) having started before it and `turn` saying
+    /// whether it is one: the same choice the window state makes when it starts one.
     #[must_use]
-    pub const fn keeps(&self, offset: u64) -> (bool, bool) {
+    pub const fn keeps(&self, offset: u64, turn: bool, turns: usize) -> (bool, bool) {
+        let replay = match self.items {
+            Items::Needed => offset >= self.replay_from,
+            Items::All => true,
+            Items::Deferred => turn && turns == 0,
+        };
         (
             self.project && offset >= self.shown_from,
-            self.project && (self.keep_items || offset >= self.replay_from),
+            self.project && replay,
         )
     }
 
@@ -85,19 +107,22 @@ impl Trust {
     /// a file tool's call marks its turn.
     pub fn parsed(&mut self, r: &Record, offset: u64) {
         match &r.body {
-            Body::UserInput { .. } => self.start(offset),
+            Body::UserInput { .. } => {
+                self.start(offset, true);
+                self.turns += 1;
+            }
             Body::ToolCall { name, .. } if FILE_TOOLS.contains(&name.as_str()) => {
                 if let Some(t) = self.turn.as_mut() {
                     t.2 = true;
                 }
             }
-            _ if self.turn.is_none() => self.start(offset),
+            _ if self.turn.is_none() => self.start(offset, false),
             _ => {}
         }
     }
 
-    fn start(&mut self, offset: u64) {
-        let (p, r) = self.keeps(offset);
+    fn start(&mut self, offset: u64, turn: bool) {
+        let (p, r) = self.keeps(offset, turn, self.turns);
         self.turn = Some((p, r, false));
     }
 }

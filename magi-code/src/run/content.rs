@@ -1,7 +1,8 @@
 //! The bounds on what one run stores: 8 MiB of assistant text and 512 segments
-//! (`local-agent-protocol.md`), and the room its session's projection has left, so that a
-//! reopen can always project the history the run leaves (`history_snapshot_bytes`). Past
-//! either the run ends `content_limit`, its reply kept up to the bound and marked partial.
+//! (`local-agent-protocol.md`), per run (`decisions.md` 48: the projection window shows the
+//! newest turns that fit, so earlier turns never shrink a run's bounds), and a [`Room`] a
+//! caller may set tighter (a released attachment stores nothing). Past them the run ends
+//! `content_limit`, its reply kept up to the bound and marked partial.
 
 use super::segment::Segment;
 use crate::history::room::{escaped_len, Room, PART_OVERHEAD};
@@ -26,11 +27,11 @@ pub struct Content {
 
 /// The fixed summary of the `content_limit` diagnostic for a reply stopped at the bound.
 pub const REPLY_STOPPED: &str =
-    "the reply reached the bound of what a run stores (8 MiB of text, 512 segments, \
-     or what the session's history can show); it is kept up to there, marked partial";
-/// The fixed summary when a step's tool calls would not fit what the history can show.
+    "the reply reached the bound of what a run stores (8 MiB of text, 512 segments); \
+     it is kept up to there, marked partial";
+/// The fixed summary when a step's tool calls would not fit the run's room.
 pub const CALLS_STOPPED: &str =
-    "the turn reached the bound of what the session's history can show; its last tool calls did not run";
+    "the turn reached the bound of what it may store; its last tool calls did not run";
 
 impl Content {
     /// The bounds of a run whose session's projection leaves `room` (a subagent's history

@@ -265,7 +265,7 @@ fn step_result(sh: &mut Shared, mut s: Streaming, result: Result<(), StepFailure
             text: s.seg.text.clone(),
         };
     }
-    // Calls whose entries would not fit what the history can show do not run.
+    // Calls whose entries would not fit the run's room do not run.
     let stopped = stopped.or_else(|| {
         (!sh.content.calls_fit(&s.calls, sh.cfg.tool_cards)).then(|| {
             sh.voice

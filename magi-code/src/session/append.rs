@@ -4,6 +4,7 @@
 use super::load::{load, load_with};
 use super::state::Attachment;
 use crate::history::room::Room;
+use crate::history::trust::Items;
 use crate::history::{Body, Record};
 use crate::runtime::Runtime;
 use crate::store::{Appender, Lease, LeaseKind, Sessions};
@@ -159,8 +160,9 @@ pub fn recover(rt: &Runtime, a: &mut Attachment, cancel: &Cancel) -> Result<(), 
     Ok(())
 }
 
-/// The replay a turn starts from; when the window dropped the compaction that freed items it
-/// now needs, the state is read again from the file keeping every turn's items.
+/// The replay a turn starts from. An open defers it (`Items::Deferred`): the first turn that
+/// needs it reads the window again; so does one whose window dropped the compaction that
+/// freed items it now needs, then keeping every turn's items.
 pub fn snapshot(
     rt: &Runtime,
     a: &mut Attachment,
@@ -171,15 +173,21 @@ pub fn snapshot(
         Err(crate::history::HistoryError::Evicted) => {}
         other => return other.map_err(ErrorCode::from),
     }
-    let loaded = load_with(rt, &a.id, true, cancel)?;
-    let h = loaded.history;
-    // The state read is the attachment's own history as it stands: its open turn (if any)
-    // stays open for the loop that owns it.
-    let snap = h.snapshot().map_err(ErrorCode::from);
-    a.turns = h.summary().turns;
-    a.snapshot.identity = Some(loaded.identity);
-    a.history = Some(h);
-    snap
+    for items in [Items::Needed, Items::All] {
+        let mut loaded = load_with(rt, &a.id, items, cancel)?;
+        // Before a turn no live loop owns a turn left open in the file (a crash): it closes
+        // as interrupted, as at open.
+        loaded.history.close_open_turn();
+        let snap = loaded.history.snapshot();
+        a.turns = loaded.history.summary().turns;
+        a.snapshot.identity = Some(loaded.identity);
+        a.history = Some(loaded.history);
+        match snap {
+            Err(crate::history::HistoryError::Evicted) => {}
+            other => return other.map_err(ErrorCode::from),
+        }
+    }
+    Err(ErrorCode::SessionInvalid)
 }
 
 /// Rebuilds the attachment's derived state and snapshot projection from the file.

@@ -2,7 +2,7 @@
 //! (`decisions.md` 47) that validates every record read, checks the workspace and builds the
 //! projection. Its cost is the window's, whatever the file's length.
 
-use crate::history::trust::Trust;
+use crate::history::trust::{Items, Trust};
 use crate::history::window::{first_record_end, Bounds, TailScan, Window, FIRST_RECORD_BYTES};
 use crate::history::{History, HistoryError, Projection, Record};
 use crate::runtime::Runtime;
@@ -228,20 +228,17 @@ pub fn read_window(
     Ok((identity, w))
 }
 
-/// Reads, validates and projects the history of `id`; `keep_items` keeps every turn's replay
-/// (a rebuild after the window dropped the compaction that freed them).
+/// Reads, validates and projects the history of `id`, keeping the replay `items` say.
 pub fn load_with(
     rt: &Runtime,
     id: &SessionId,
-    keep_items: bool,
+    items: Items,
     cancel: &Cancel,
 ) -> Result<Loaded, ErrorCode> {
     let sessions = Sessions::new(&rt.root);
     let mut history = History::new(id, true);
     history.show_cards(rt.tool_cards);
-    if keep_items {
-        history.keep_items();
-    }
+    history.keep_items(items);
     let file = HeldFile::open(&sessions.history_path(id)).map_err(read_err)?;
     // The owner's derived metadata, when it still describes this file, tells what lies before
     // the window (its record count, title, preferences), where the window starts at the
@@ -275,5 +272,5 @@ pub fn load_with(
 
 /// [`load_with`], freeing replay items a compaction made unneeded.
 pub fn load(rt: &Runtime, id: &SessionId, cancel: &Cancel) -> Result<Loaded, ErrorCode> {
-    load_with(rt, id, false, cancel)
+    load_with(rt, id, Items::Needed, cancel)
 }

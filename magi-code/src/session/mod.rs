@@ -14,6 +14,7 @@ pub use page::page;
 pub use selection::{admitted, select, view, SetSelection};
 pub use state::{Attachment, OpResult, Selection, SessionState, Snapshot};
 
+use crate::history::trust::Items;
 use crate::history::History;
 use crate::runtime::Runtime;
 use crate::store::{Lease, LeaseError, LeaseKind, SessionId, Sessions};
@@ -21,7 +22,7 @@ use crate::util::cancel::Cancel;
 use crate::util::ids::fresh_revision;
 use crate::util::notice::Notice;
 use crate::wire::results::SessionResult;
-use load::load;
+use load::load_with;
 use protocol_core::ErrorCode;
 use selection::restore;
 use serde_json::Value;
@@ -81,7 +82,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
             st.selection = Some(Selection::startup(rt));
             return Ok((result, Some(view(rt, st))));
         }
-        let mut loaded = load(rt, &id, cancel)?;
+        let mut loaded = load_with(rt, &id, Items::Deferred, cancel)?;
         loaded.history.close_open_turn();
         let mut notices = loaded.notices;
         let selection = restore(rt, loaded.history.summary(), &mut notices);
@@ -110,7 +111,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         LeaseError::Unsafe => ErrorCode::SessionInvalid,
     })?;
     // On any error below the new lease is dropped and the old attachment is untouched.
-    let mut loaded = load(rt, &id, cancel)?;
+    let mut loaded = load_with(rt, &id, Items::Deferred, cancel)?;
     loaded.history.close_open_turn();
     let mut notices = loaded.notices;
     let selection = restore(rt, loaded.history.summary(), &mut notices);

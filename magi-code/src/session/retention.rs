@@ -16,8 +16,9 @@ const DAY_MS: i64 = 86_400_000;
 /// `days` days before `now_ms`, except `keep` (the session about to be opened); `days == 0`
 /// disables the sweep. Returns how many went.
 ///
-/// A history is dated only by a whole strict read within the stored-history budget: one that
-/// is unreadable, invalid, over budget or without records is kept. Each candidate is locked
+/// A history is dated by a strict read of its read window (`decisions.md` 47), whatever its
+/// length: one that is unreadable, invalid, whose newest record no window holds, or without
+/// records is kept. Each candidate is locked
 /// first (its writer and append leases, without waiting): one attached or being appended to
 /// by another child is skipped.
 #[must_use]
