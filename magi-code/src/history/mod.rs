@@ -5,10 +5,12 @@ pub mod compact;
 pub mod item;
 pub mod meta;
 pub mod projection;
+pub mod quick;
 pub mod record;
 pub mod replay;
 pub mod room;
 pub mod shown;
+mod start;
 pub mod state;
 pub mod summary;
 pub mod trust;
@@ -112,3 +114,51 @@ pub fn display_title(raw: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// The fuzz entry of stored-history reading (`fuzz/fuzz_targets/history.rs`): any bytes as a
+/// history under small read bounds, as derived metadata, and line by line as records. Never
+/// panics; checks what must hold whatever the bytes: the window is a suffix of whole lines
+/// within the bounds, extending record by record equals a fresh read, the quick read of a line
+/// equals the strict one, and metadata that parses writes the same bytes again.
+pub fn fuzz(data: &[u8]) {
+    let Some((&b, bytes)) = data.split_first() else {
+        return;
+    };
+    let bounds = Bounds {
+        bytes: 64 + u64::from(b) * 16,
+        lines: 1 + usize::from(b % 16),
+    };
+    if let Ok(w) = window::scan_bytes(bytes, bounds) {
+        assert!(w.start <= w.end && w.end <= bytes.len() as u64);
+        assert!(w.whole == (w.start == 0));
+        assert!(w.end == 0 || bytes[usize::try_from(w.end - 1).unwrap_or(0)] == b'\n');
+        assert!(w.whole || w.end - w.start <= bounds.bytes);
+    }
+    for line in bytes.split(|c| *c == b'\n') {
+        assert_eq!(
+            quick::parse_trusted(line),
+            Record::parse(line)
+        );
+    }
+    if let Some(m) = meta::Meta::parse(bytes, "s1") {
+        let again = m.to_bytes().and_then(|b| meta::Meta::parse(&b, "s1"));
+        assert_eq!(again, Some(m));
+    }
+    let id = SessionId::new("s1").unwrap_or_else(SessionId::generate);
+    let Ok((_, fresh)) = read_within(bytes, &id, bounds) else {
+        return;
+    };
+    let mut h = History::new(&id, true);
+    h.set_bounds(bounds);
+    let end = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
+    if end > 0 {
+        for line in bytes[..end - 1].split(|c| *c == b'\n') {
+            if h.line(line).is_err() {
+                return;
+            }
+        }
+    }
+    h.finish_read(end < bytes.len());
+    h.close_open_turn();
+    assert_eq!(h.project().ok(), Some(fresh));
+}

@@ -8,26 +8,16 @@ use super::meta::Meta;
 use super::projection::{self, Projection, TurnParts, SNAPSHOT_BYTES, SNAPSHOT_PARTS};
 use super::record::{Body, HistoryError, Record};
 use super::replay::Item;
+use super::start::{self, Base};
 use super::summary::{Preferences, Summary};
 use super::trust::{Items, Trust};
-use super::turn::{Group, Point, Seed};
+use super::turn::{Group, Seed};
 use super::window::Bounds;
 use crate::store::SessionId;
 use crate::util::time::parse_rfc3339;
 use std::collections::VecDeque;
 
-/// The fixed note in the summary's place when the window holds no compaction and does not
-/// reach the file's start (`decisions.md` 47).
-pub const LEFT_OUT_NOTE: &str = "earlier turns were left out";
-
-/// How the absolute record indices of the window are known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Base {
-    /// The index of the window's sequence 0 (0 when it reaches the file's start).
-    Known(u64),
-    /// A window whose start's index is unknown: a compaction's `through` names its own turn.
-    Unknown,
-}
+pub use super::start::LEFT_OUT_NOTE;
 
 /// The state derived from one history's read window, extended record by record. It refuses
 /// what a stored read refuses, so extending it equals reading the window afresh.
@@ -306,15 +296,6 @@ impl History {
         Ok(())
     }
 
-    /// The absolute index of sequence number `seq`, as far as it is known (an unknown base
-    /// counts from the window).
-    fn base_of(&self, seq: u64) -> u64 {
-        match self.base {
-            Base::Known(b) => b + seq,
-            Base::Unknown => seq,
-        }
-    }
-
     /// The summary's part of a record.
     fn note(&mut self, r: &Record, ts: i64) {
         let sum = &mut self.summary;
@@ -407,40 +388,16 @@ impl History {
         }
     }
 
-    /// A compaction's `through` as an absolute index (never past the record itself).
-    fn through(&self, p: &Point) -> u64 {
-        let at = self.base_of(p.seq);
-        p.through.map_or(at, |t| t.min(at))
+    /// The absolute index of sequence number `seq`, as far as it is known (an unknown base
+    /// counts from the window).
+    fn base_of(&self, seq: u64) -> u64 {
+        self.base.of(seq)
     }
 
     /// The group of the newest compaction in the window and the first group its replay
-    /// starts from (the turns whose inputs are at or after its `through`; `len` if none).
+    /// starts from.
     fn replay_start(&self) -> Option<(usize, usize)> {
-        let gi = self.groups.iter().rposition(|g| g.point().is_some())?;
-        let through = self.through(self.groups[gi].point()?);
-        let start = match self.base {
-            Base::Known(_) => self
-                .groups
-                .iter()
-                .position(|g| {
-                    g.turn
-                        && g.whole
-                        && g.input
-                            .as_ref()
-                            .is_some_and(|(s, _)| self.base_of(*s) >= through)
-                })
-                .unwrap_or(self.groups.len()),
-            // Without the window's base, `through` names the compaction's own turn (what this
-            // backend writes), or the turn after it if that one is not whole.
-            Base::Unknown => {
-                if self.groups[gi].turn && self.groups[gi].whole {
-                    gi
-                } else {
-                    gi + 1
-                }
-            }
-        };
-        Some((gi, start))
+        start::replay_start(&self.groups, self.base)
     }
 
     /// Ends a read of the stored file: `torn_tail` says its last line had no LF. A turn open
@@ -557,10 +514,8 @@ impl History {
         self.base_of(self.seq)
     }
 
-    /// What a turn starts from (`runner.md` 7, `decisions.md` 47): the newest compaction in the
-    /// window with the inputs before it and everything after it; without one, every whole turn,
-    /// after the fixed note when the window does not reach the file's start. `Evicted` when items
-    /// it needs were freed (the window dropped the compaction that made them unneeded).
+    /// What a turn starts from (`runner.md` 7, `decisions.md` 47): see [`start::snapshot`].
+    /// `Evicted` when items it needs were freed, or when this state defers its replay.
     pub fn snapshot(&self) -> Result<Snapshot, HistoryError> {
         if let Some(e) = self.error {
             return Err(e);
@@ -568,85 +523,7 @@ impl History {
         if self.items == Items::Deferred {
             return Err(HistoryError::Evicted);
         }
-        let mut s = Snapshot {
-            records: self.records(),
-            ..Snapshot::default()
-        };
-        for g in &self.groups {
-            for f in &g.written.files {
-                if !s.files.contains(f) {
-                    s.files.push(f.clone());
-                }
-            }
-        }
-        s.inputs = self
-            .groups
-            .iter()
-            .filter(|g| g.turn && g.whole)
-            .filter_map(|g| g.input.as_ref())
-            .map(|(_, t)| t.clone())
-            .collect();
-        let (tokens, after) = self.usage();
-        s.last_input_tokens = tokens;
-        s.bytes_since_usage = after;
-        let items = |from: usize| -> Result<Vec<Item>, HistoryError> {
-            let mut v = Vec::new();
-            for g in self.groups.iter().skip(from) {
-                v.extend_from_slice(g.items().ok_or(HistoryError::Evicted)?);
-            }
-            Ok(v)
-        };
-        let Some((gi, start)) = self.replay_start() else {
-            if self.whole {
-                s.inputs_before = s.inputs.len();
-            } else {
-                s.summary = Some(LEFT_OUT_NOTE.to_owned());
-            }
-            s.after = items(0)?;
-            return Ok(s);
-        };
-        let point = self.groups[gi].point().ok_or(HistoryError::Invalid)?;
-        s.summary = Some(point.summary.clone());
-        // The inputs before the turns the replay starts from.
-        s.inputs_before = self
-            .groups
-            .iter()
-            .take(start)
-            .filter(|g| g.turn && g.whole && g.input.is_some())
-            .count();
-        let at_items = self.groups[gi].items().ok_or(HistoryError::Evicted)?;
-        let at = point.item_at.min(at_items.len());
-        if start <= gi {
-            for g in self.groups.iter().skip(start).take(gi - start) {
-                s.mid
-                    .extend_from_slice(g.items().ok_or(HistoryError::Evicted)?);
-            }
-            s.mid.extend_from_slice(&at_items[..at]);
-            s.after = at_items[at..].to_vec();
-            s.after.extend(items(gi + 1)?);
-        } else {
-            s.after = items(start)?;
-        }
-        Ok(s)
-    }
-
-    /// The last usage's input tokens (none after a compaction) and the stored bytes since.
-    fn usage(&self) -> (Option<u64>, u64) {
-        let mut after = 0u64;
-        let mut reset = false;
-        for g in self.groups.iter().rev() {
-            after += g.usage.after;
-            if g.usage.tokens.is_some() {
-                return (
-                    (!reset && !g.usage.reset)
-                        .then_some(g.usage.tokens)
-                        .flatten(),
-                    after,
-                );
-            }
-            reset |= g.usage.reset;
-        }
-        (None, after)
+        start::snapshot(&self.groups, self.base, self.whole, self.records())
     }
 
     /// The items of the window's first whole turn, if kept (the title request's exchange).

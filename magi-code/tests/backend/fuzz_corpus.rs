@@ -8,7 +8,7 @@ use std::path::Path;
 /// A fuzz entry point.
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 8] = [
+const TARGETS: [(&str, Entry); 9] = [
     ("sse", fuzzing::sse),
     ("anthropic", fuzzing::anthropic),
     ("openai_chat", fuzzing::openai_chat),
@@ -20,6 +20,7 @@ const TARGETS: [(&str, Entry); 8] = [
         "profile_front_matter",
         magi_code::config::fuzzing::profile_front_matter,
     ),
+    ("history", magi_code::history::fuzz),
 ];
 
 /// Runs every file of `fuzz/<kind>/<target>` through `entry`; returns how many there were
