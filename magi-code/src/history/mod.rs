@@ -135,10 +135,7 @@ pub fn fuzz(data: &[u8]) {
         assert!(w.whole || w.end - w.start <= bounds.bytes);
     }
     for line in bytes.split(|c| *c == b'\n') {
-        assert_eq!(
-            quick::parse_trusted(line),
-            Record::parse(line)
-        );
+        assert_eq!(quick::parse_trusted(line), Record::parse(line));
     }
     if let Some(m) = meta::Meta::parse(bytes, "s1") {
         let again = m.to_bytes().and_then(|b| meta::Meta::parse(&b, "s1"));

@@ -23,7 +23,10 @@ pub fn parse_trusted(line: &[u8]) -> Result<Record, HistoryError> {
 
 /// Every member a record of this backend may carry, for the quick read of a line that was
 /// already validated (`Record::parse_trusted`): typed fields, no `Value` per member.
+// Unknown members are refused (the strict read then decides): the strict read tolerates them
+// but refuses duplicated keys and invalid UTF-8 inside them, which an ignored member would hide.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Loose {
     #[serde(rename = "type")]
     record_type: String,
@@ -51,6 +54,11 @@ struct Loose {
     output_tokens: Option<u64>,
     cached_input_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
+    /// `run_finished` members no record carries into its body.
+    #[allow(dead_code)]
+    persistence: Option<String>,
+    #[allow(dead_code)]
+    revision: Option<String>,
 }
 
 impl Loose {
