@@ -45,6 +45,9 @@ pub struct History {
     end: u64,
     /// Offset of the window's first counted line.
     start: u64,
+    /// The replay horizon the metadata read with the window gave (0: none), which a state
+    /// that defers its replay passes on.
+    prior_replay_from: u64,
     seed: Option<Seed>,
     /// Sticky: the first refusal.
     error: Option<HistoryError>,
@@ -70,6 +73,7 @@ impl History {
             base: Base::Known(0),
             end: 0,
             start: 0,
+            prior_replay_from: 0,
             seed: None,
             error: None,
         }
@@ -101,6 +105,7 @@ impl History {
     /// indices, the turn count, the latest title and preferences, the newest timestamp) is
     /// used once the read ends.
     pub fn seed(&mut self, meta: Meta) {
+        self.prior_replay_from = meta.replay_from;
         self.seed = Some(Seed {
             meta,
             before: 0,
@@ -223,9 +228,15 @@ impl History {
                 .find(|g| keeps(g))
                 .map_or(self.end, |g| g.start)
         };
+        let replay_from = match self.items {
+            // A deferred replay freed nothing: the horizon read with the window still holds
+            // (a later compaction only moves it on).
+            Items::Deferred => self.prior_replay_from.min(self.end),
+            Items::Needed | Items::All => from(&|g| g.replay.is_some()),
+        };
         (
             from(&|g| g.projector.is_some() || g.parts.is_some()),
-            from(&|g| g.replay.is_some()),
+            replay_from,
         )
     }
 

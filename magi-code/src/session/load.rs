@@ -83,6 +83,14 @@ pub fn find_window(file: &HeldFile, bounds: Bounds) -> Result<Window, WindowErro
 /// found in the file's last 1 MiB; `None` when that holds no LF after the cover.
 fn window_after(file: &HeldFile, m: &crate::history::meta::Meta) -> Option<Window> {
     let len = file.len();
+    if m.window_start > 0 {
+        // The start must begin a line (metadata edited by hand is not to be followed).
+        let mut before = [0u8; 1];
+        file.read_at(m.window_start - 1, &mut before).ok()?;
+        if before[0] != b'\n' {
+            return None;
+        }
+    }
     let from = len.saturating_sub(1 << 20).max(m.covered);
     let mut tail = vec![0u8; usize::try_from(len - from).ok()?];
     file.read_at(from, &mut tail).ok()?;

@@ -83,6 +83,20 @@ fn a_large_history_is_listed_through_metadata_that_still_describes_it() {
         fs::write(&meta, &bad).unwrap();
         assert_eq!(listed_title(&env, "big"), Value::Null);
     }
+    // A window start edited off a line start is not followed: the open finds the window.
+    let mut edited: Value = serde_json::from_slice(&good).unwrap();
+    edited["window_start"] = json!(5);
+    fs::write(&meta, edited.to_string()).unwrap();
+    let mut s = start(&env, &[]);
+    let r = result(&s.call("o", "session.open", &json!({ "session_id": "big" }))).clone();
+    let rev = r["revision"].as_str().unwrap().to_owned();
+    let p = s.call(
+        "p",
+        "history.page",
+        &json!({ "session_id": "big", "revision": rev }),
+    );
+    assert!(!result(&p)["entries"].as_array().unwrap().is_empty());
+    s.shutdown_ok("bye");
     // Stale: a byte it covers changed in place (same file, same length).
     fs::write(&meta, &good).unwrap();
     assert_eq!(listed_title(&env, "big"), "from the start");
