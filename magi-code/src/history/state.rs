@@ -525,7 +525,9 @@ impl History {
         self.base_of(self.seq)
     }
 
-    /// What a turn starts from (`runner.md` 7, `decisions.md` 47): see [`start::snapshot`].
+    /// What a turn starts from (`runner.md` 7, `decisions.md` 47): the newest compaction in
+    /// the window with the inputs before it and everything after it, or every whole turn after
+    /// the fixed note when the window does not reach the file's start.
     /// `Evicted` when items it needs were freed, or when this state defers its replay.
     pub fn snapshot(&self) -> Result<Snapshot, HistoryError> {
         if let Some(e) = self.error {

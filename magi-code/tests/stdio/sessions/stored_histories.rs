@@ -478,6 +478,65 @@ fn histories_past_the_bounds_open_as_windows() {
     c.s.shutdown_ok("bye");
 }
 
+/// The read window at its byte edge (`decisions.md` 47): the first record and exactly 64 MiB
+/// of lines after it are read whole; one byte more leaves the oldest counted line out.
+#[test]
+fn the_read_window_at_exactly_64_mib_and_one_byte_more() {
+    let env = Env::new();
+    let write = |id: &str, extra: usize| {
+        let path = sessions_dir(&env).join(format!("{id}.jsonl"));
+        let mut f = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+        f.write_all(&jsonl(&[meta(&env, id)])).unwrap();
+        let mut counted = 0usize;
+        let oldest = jsonl(&run(id, "r0", "the oldest turn", None));
+        let newest = jsonl(&run(id, "r1", "the newest turn", None));
+        counted += oldest.len() + newest.len();
+        f.write_all(&oldest).unwrap();
+        // Filler between the turns: results of no call, never projected.
+        let filler = |len: usize| {
+            let empty = jsonl(&[rec("title", id, &json!({ "title": "" }))]).len();
+            jsonl(&[rec(
+                "title",
+                id,
+                &json!({ "title": "t".repeat(len - empty) }),
+            )])
+        };
+        let target = (64 << 20) + extra;
+        let big = filler(1 << 20);
+        while counted + big.len() + (2 << 20) < target {
+            f.write_all(&big).unwrap();
+            counted += big.len();
+        }
+        let rest = target - counted;
+        f.write_all(&filler(rest / 2)).unwrap();
+        f.write_all(&filler(rest - rest / 2)).unwrap();
+        f.write_all(&newest).unwrap();
+        f.flush().unwrap();
+        let first = jsonl(&[meta(&env, id)]).len();
+        assert_eq!(fs::metadata(&path).unwrap().len() as usize, first + target);
+    };
+    write("exact", 0);
+    write("over", 1);
+    let mut c = Client::start(&env, &BASE);
+    let mut shown = |id: &str| {
+        let r = result(&open_large(&mut c, id)).clone();
+        let rev = r["revision"].as_str().unwrap().to_owned();
+        let (e, _, complete) = c.page_all_complete(id, &rev);
+        let texts: Vec<String> = e
+            .iter()
+            .map(|x| x["text"].as_str().unwrap().to_owned())
+            .collect();
+        (texts, complete)
+    };
+    let (t, complete) = shown("exact");
+    assert!(complete, "{t:?}");
+    assert_eq!(t, ["the oldest turn", "the newest turn"]);
+    let (t, complete) = shown("over");
+    assert!(!complete);
+    assert_eq!(t, ["earlier history is not shown", "the newest turn"]);
+    c.s.shutdown_ok("bye");
+}
+
 /// How long the open of a history at a bound may take: reading and projecting up to 64 MiB
 /// is seconds of CPU in a debug build (this whole test: about 4 s on a quiet machine, 40 s
 /// under a load of 12 on 2 cores), so it gets twice a frame's usual [`STEP`].
