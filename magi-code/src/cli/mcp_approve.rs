@@ -1,7 +1,8 @@
 //! `magi-code mcp approve <name>` (`decisions.md` 41): prints the canonical definition and its
 //! hash, asks `Approve? [y/N]` on a terminal, and on `y` or `yes` adds the hash to the global
 //! `mcp.approved` (an atomic rewrite of `MC_HOME/settings.json` keeping every other key). Any
-//! other answer, EOF, or no terminal on stdin changes nothing and exits 1.
+//! other answer, EOF, or no terminal on stdin changes nothing and exits 1. Secret-named `env`
+//! and `headers` values print as `[redacted]` (`decisions.md` 53).
 
 use crate::config::settings;
 use crate::store::{replace_atomically, Sweep};
@@ -24,7 +25,7 @@ pub(super) struct Candidate<'a> {
 
 /// Runs `approve` for `def`, writing under `root` (`MC_HOME`); the exit code.
 pub(super) fn approve(root: &Path, def: &Candidate<'_>) -> i32 {
-    println!("{}", def.canonical);
+    println!("{}", shown(def.canonical));
     println!("sha256 {}", def.hash);
     if def.approved {
         println!("{} is already approved.", def.name);
@@ -60,6 +61,28 @@ pub(super) fn approve(root: &Path, def: &Candidate<'_>) -> i32 {
             1
         }
     }
+}
+
+/// Names whose `env` or `headers` values are never printed (`decisions.md` 53), any case.
+const SECRET_NAMES: [&str; 5] = ["KEY", "SECRET", "TOKEN", "PASSWORD", "AUTH"];
+
+/// The canonical definition as printed: a value under an `env` or `headers` name that holds
+/// one of [`SECRET_NAMES`] reads `[redacted]` (the hash stays that of the real bytes).
+fn shown(canonical: &str) -> String {
+    let Ok(Value::Object(mut def)) = serde_json::from_str::<Value>(canonical) else {
+        return canonical.to_owned();
+    };
+    for member in ["env", "headers"] {
+        if let Some(Value::Object(vars)) = def.get_mut(member) {
+            for (name, value) in vars.iter_mut() {
+                let upper = name.to_ascii_uppercase();
+                if SECRET_NAMES.iter().any(|s| upper.contains(s)) {
+                    *value = Value::String("[redacted]".into());
+                }
+            }
+        }
+    }
+    Value::Object(def).to_string()
 }
 
 fn settings_path(root: &Path) -> std::path::PathBuf {

@@ -75,14 +75,47 @@ fn hidden_vars() -> Vec<String> {
 }
 
 /// Sets the secrets rule of every child from `settings`: the configured providers' key
-/// variables and `shell_env.keep`.
+/// variables, the variables MCP servers read tokens from (`bearer_token_env`, `env_headers`:
+/// token variables, `decisions.md` 54) and `shell_env.keep`. Every secret-named value of the
+/// backend's own environment, and each of those variables' values, becomes a loaded value for
+/// redaction.
 fn set_children_rule(settings: &Settings) {
-    let keys = settings
+    let mut keys: Vec<String> = settings
         .compat
         .values()
         .filter_map(|c| c.api_key_env.clone())
         .collect();
+    keys.extend(mcp_token_vars(settings));
+    for name in &keys {
+        if let Some(v) = std::env::var_os(name) {
+            crate::util::redact::register_secret(&v.to_string_lossy());
+        }
+    }
+    crate::util::env::register_secret_values();
     crate::util::env::set_rule(keys, settings.shell_env_keep.clone());
+}
+
+/// The variables the configured MCP servers read tokens and headers from.
+fn mcp_token_vars(settings: &Settings) -> Vec<String> {
+    let mut names = Vec::new();
+    for s in settings.mcp_servers.values() {
+        let Ok(serde_json::Value::Object(def)) = serde_json::from_str(&s.canonical) else {
+            continue;
+        };
+        if let Some(v) = def
+            .get("bearer_token_env")
+            .and_then(serde_json::Value::as_str)
+        {
+            names.push(v.to_owned());
+        }
+        if let Some(h) = def
+            .get("env_headers")
+            .and_then(serde_json::Value::as_object)
+        {
+            names.extend(h.values().filter_map(|v| v.as_str().map(str::to_owned)));
+        }
+    }
+    names
 }
 
 /// Starts the approved enabled servers (all at once), None when none is enabled.

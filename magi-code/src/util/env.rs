@@ -26,6 +26,19 @@ pub fn is_withheld(name: &OsStr, key_vars: &[&str], keep: &[String]) -> bool {
     SECRET_PARTS.iter().any(|p| upper.contains(p))
 }
 
+/// Registers every value of the backend's own environment under a secret-looking name
+/// (`KEY`, `SECRET`, `TOKEN`, `PASSWORD`, any case) as a loaded value for redaction
+/// (`decisions.md` 54), so a tool that reads its own or its parent's environment gets it back
+/// `[redacted]`. Values under 8 bytes are not (see `register_secret`).
+pub fn register_secret_values() {
+    for (k, v) in std::env::vars_os() {
+        let upper = k.to_string_lossy().to_uppercase();
+        if SECRET_PARTS.iter().any(|p| upper.contains(p)) {
+            crate::util::redact::register_secret(&v.to_string_lossy());
+        }
+    }
+}
+
 /// The configured providers' key variables and `shell_env.keep`, set at startup.
 static RULE: RwLock<(Vec<String>, Vec<String>)> = RwLock::new((Vec::new(), Vec::new()));
 

@@ -201,3 +201,53 @@ fn logout_removes_the_saved_token_and_a_corrupt_file_is_a_code() {
         assert!(!format!("{out}{err}").contains("SECRET"), "never echoed");
     }
 }
+
+/// `decisions.md` 53: `approve` prints a secret-named `env` or `headers` value (any case of
+/// KEY, SECRET, TOKEN, PASSWORD, AUTH) as `[redacted]`; the hash is that of the real bytes.
+#[test]
+fn approve_never_prints_a_secret_named_value() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let settings = serde_json::json!({
+        "mcp": {"servers": {
+            "env": {"command": "srv", "enabled": true, "env": {
+                "OPENAI_API_KEY": "sk-supersecret-123", "my_token": "t0k3n-value-9",
+                "Db_Password": "pw-value-77", "client_secret": "s3cr3t-value",
+                "PLAIN": "visible-value"}},
+            "web": {"url": "http://127.0.0.1:9/mcp", "enabled": true, "headers": {
+                "Authorization": "Bearer abc-def-123", "X-Trace": "trace-visible"}},
+        }}
+    });
+    std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+    let real = |name: &str| {
+        let mut d = settings["mcp"]["servers"][name].clone();
+        d.as_object_mut().unwrap().remove("enabled");
+        d["name"] = name.into();
+        d.to_string()
+    };
+    for (name, secrets, visible) in [
+        (
+            "env",
+            &[
+                "sk-supersecret-123",
+                "t0k3n-value-9",
+                "pw-value-77",
+                "s3cr3t-value",
+            ][..],
+            "visible-value",
+        ),
+        ("web", &["Bearer abc-def-123"][..], "trace-visible"),
+    ] {
+        let (code, out, err) = run(home.path(), cwd.path(), &["approve", name]);
+        assert_eq!(code, 1, "{out}{err}");
+        for s in secrets {
+            assert!(!out.contains(s) && !err.contains(s), "{name}: {out}{err}");
+        }
+        assert!(out.contains("[redacted]"), "{out}");
+        assert!(out.contains(visible), "{out}");
+        // The hash printed is that of the real canonical definition.
+        let line = out.lines().find(|l| l.starts_with("sha256 ")).unwrap();
+        let hash = line.trim_start_matches("sha256 ").trim();
+        assert_eq!(hash, sha256(&real(name)), "the hash of the real definition");
+    }
+}

@@ -41,11 +41,13 @@ fn result_for(seen: &Seen, call_id: &str) -> String {
     crate::code_mode::tool_result(seen, call_id)
 }
 
-/// An environment dump `text` has the plain and kept variables and no withheld one.
+/// An environment dump `text` has the plain and kept variables and no withheld one (the kept
+/// one's value, secret-named, is a loaded value, `decisions.md` 54: a dump through a tool's
+/// output shows it `[redacted]`).
 fn filtered(text: &str) {
     assert!(text.contains("PLAIN_VAR"), "{text}");
     assert!(
-        text.contains(KEPT),
+        text.contains("KEPT_TOKEN"),
         "shell_env.keep passes KEPT_TOKEN: {text}"
     );
     for gone in ["LOCAL_KEY", "GITHUB_TOKEN", KEY, GH] {
@@ -103,6 +105,7 @@ fn env_through_shell_has_no_key_and_no_secret_name_but_keep() {
     let env = secret_env(&llm, &json!({}));
     let (frames, text) = one_call(&env, &llm, &[]);
     filtered(&text);
+    assert!(text.contains("KEPT_TOKEN=[redacted]"), "{text}");
     nowhere(&frames, &env.root, KEY, &[]);
     nowhere(&frames, &env.root, GH, &[]);
 }
@@ -182,4 +185,60 @@ fn the_code_mode_helper_gets_the_same_environment() {
     filtered(&text);
     drop(crate::common::cancel_turn(&mut s, &sid, &run_id));
     s.shutdown_ok("bye");
+}
+
+/// `decisions.md` 54: a secret-named variable the backend never loads is a loaded value all
+/// the same, so a tool that reads the backend's own environment (`/proc/$PPID/environ`) gets
+/// it back `[redacted]`, in what the model gets and in every stored file and frame.
+#[test]
+fn a_secret_named_value_read_from_the_backends_environment_is_redacted() {
+    const SERVICE: &str = "Ms9Vq2Hn7Lp4Tz1C";
+    let llm = FakeLlm::start(vec![
+        chat_tool_call(
+            "t1",
+            "shell",
+            &json!({"command": "tr '\\0' '\\n' < /proc/$PPID/environ | grep MY_SERVICE_TOKEN"})
+                .to_string(),
+        ),
+        chat_text(&["ok"]),
+    ]);
+    let mut env = secret_env(&llm, &json!({}));
+    env.set_var("MY_SERVICE_TOKEN", SERVICE);
+    let (frames, text) = one_call(&env, &llm, &[]);
+    assert!(text.contains("MY_SERVICE_TOKEN=[redacted]"), "{text}");
+    nowhere(&frames, &env.root, SERVICE, &[]);
+}
+
+/// `decisions.md` 54: the variables an MCP server's `bearer_token_env` and `env_headers` name
+/// are token variables: withheld from `shell` (as from hooks, servers and the helper, which
+/// share the rule) even when their names look harmless, and their values are loaded values.
+#[test]
+fn variables_an_mcp_server_reads_tokens_from_never_reach_a_tool() {
+    const BEARER: &str = "Br4Wq8Zx1Nc6Mv3K";
+    const HEADER: &str = "Hd5Ty0Ui7Op2As9D";
+    let llm = FakeLlm::start(vec![
+        chat_tool_call(
+            "t1",
+            "shell",
+            &json!({"command": "env; echo; echo seen: $(cat bearer.txt)"}).to_string(),
+        ),
+        chat_text(&["ok"]),
+    ]);
+    let mcp = json!({"mcp": {"servers": {"web": {
+        "url": "http://127.0.0.1:9/mcp",
+        "bearer_token_env": "WEB_BEARER",
+        "env_headers": {"X-Org": "WEB_ORG_HEADER"},
+    }}}});
+    let mut env = secret_env(&llm, &mcp);
+    env.set_var("WEB_BEARER", BEARER);
+    env.set_var("WEB_ORG_HEADER", HEADER);
+    let file = env.cwd.join("bearer.txt");
+    std::fs::write(&file, BEARER).unwrap();
+    let (frames, text) = one_call(&env, &llm, &[]);
+    filtered(&text);
+    for gone in ["WEB_BEARER", "WEB_ORG_HEADER", HEADER] {
+        assert!(!text.contains(gone), "{gone} reached the shell: {text}");
+    }
+    assert!(text.contains("seen: [redacted]"), "a loaded value: {text}");
+    nowhere(&frames, &env.root, BEARER, &[&file]);
 }
