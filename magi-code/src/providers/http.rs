@@ -249,7 +249,11 @@ fn stream(
             Err(_) => return Err(Attempt::Fail(StepFailure::StreamInvalid)),
         };
         if n == 0 {
-            return Err(if seen_event {
+            return Err(if seen_event && decoder.said_nothing() {
+                // Events that said nothing, then the end: an empty answer (a Chat stream cut
+                // short before its first content).
+                Attempt::Retry(StepFailure::EmptyReply, None)
+            } else if seen_event {
                 Attempt::Fail(StepFailure::StreamInvalid)
             } else if total == 0 {
                 // Not a byte: how local servers answer an overflowing streamed request.
@@ -267,12 +271,11 @@ fn stream(
             .map_err(|_| Attempt::Fail(StepFailure::StreamInvalid))?;
         for ev in events {
             seen_event = true;
-            let decoded = decoder.event(&ev).map_err(|e| {
-                Attempt::Fail(match e {
-                    DecodeError::Invalid => StepFailure::StreamInvalid,
-                    DecodeError::Remote => StepFailure::Remote,
-                    DecodeError::ContextOverflow => StepFailure::ContextOverflow,
-                })
+            let decoded = decoder.event(&ev).map_err(|e| match e {
+                DecodeError::Invalid => Attempt::Fail(StepFailure::StreamInvalid),
+                DecodeError::Remote => Attempt::Fail(StepFailure::Remote),
+                DecodeError::ContextOverflow => Attempt::Fail(StepFailure::ContextOverflow),
+                DecodeError::Empty => Attempt::Retry(StepFailure::EmptyReply, None),
             })?;
             for m in decoded {
                 if !sink.event(m) {

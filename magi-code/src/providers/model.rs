@@ -114,6 +114,9 @@ pub enum DecodeError {
     Remote,
     /// The provider's error says the prompt does not fit the context (`context_overflow`).
     ContextOverflow,
+    /// The stream ended with no content, no call and no stop: an empty answer, retried as an
+    /// empty `200` is (`runner.md` 1).
+    Empty,
 }
 
 pub use crate::util::sse::SseEvent;
@@ -125,6 +128,11 @@ pub trait StreamDecoder {
     /// Whether the stream's terminal event arrived (`message_stop`, `response.completed`,
     /// `[DONE]`); events after it are ignored.
     fn finished(&self) -> bool;
+    /// Whether a stream whose body ended here (without its terminal event) said nothing: no
+    /// content, no call, no stop. Such an ending is an empty answer, not a broken stream.
+    fn said_nothing(&self) -> bool {
+        false
+    }
 }
 
 /// Whether a provider error's code or message names a context overflow (`runner.md` 7): the

@@ -189,6 +189,8 @@ pub struct Decoder {
     /// A `finish_reason` came: the reply is over, only usage and `[DONE]` remain.
     stopped: bool,
     finished: bool,
+    /// Text or a call fragment came.
+    content: bool,
 }
 
 impl Decoder {
@@ -206,6 +208,7 @@ impl Decoder {
             for key in ["content", "refusal"] {
                 if let Some(text) = opt_str(delta, key)? {
                     if !text.is_empty() {
+                        self.content = true;
                         out.push(ModelEvent::TextDelta(text.to_owned()));
                     }
                 }
@@ -214,6 +217,7 @@ impl Decoder {
                 None => {}
                 Some(Value::Array(fragments)) => {
                     for f in fragments {
+                        self.content = true;
                         self.fragment(f)?;
                     }
                 }
@@ -339,13 +343,14 @@ impl StreamDecoder for Decoder {
         }
         if data == "[DONE]" {
             self.finished = true;
+            // Without any `finish_reason` the server cut the stream short (`runner.md` 1):
+            // nothing said is an empty answer, anything said a broken stream.
             if !self.stopped {
-                let reason = if self.calls.is_empty() {
-                    StopReason::EndTurn
+                return Err(if self.content {
+                    DecodeError::Invalid
                 } else {
-                    StopReason::ToolUse
-                };
-                self.stop(reason, &mut out)?;
+                    DecodeError::Empty
+                });
             }
             return Ok(out);
         }
@@ -386,6 +391,10 @@ impl StreamDecoder for Decoder {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+
+    fn said_nothing(&self) -> bool {
+        !self.content && !self.stopped
     }
 }
 
@@ -540,7 +549,8 @@ mod tests {
         assert_eq!(finish("length"), [Stop(StopReason::MaxTokens)]);
         assert_eq!(finish("content_filter"), [Stop(StopReason::Other)]);
         assert_eq!(finish("stop"), [Stop(StopReason::EndTurn)]);
-        // `[DONE]` without a finish_reason: ToolUse when calls were collected.
+        // `[DONE]` without any finish_reason: the stream was cut short (`runner.md` 1), a
+        // broken stream once anything was said, an empty answer when nothing was.
         let mut d = Decoder::new();
         assert!(d
             .event(&frag(
@@ -552,17 +562,33 @@ mod tests {
             event: None,
             data: "[DONE]".into(),
         };
-        assert_eq!(
-            d.event(&done).unwrap(),
-            [call("c", "f", json!({})), Stop(StopReason::ToolUse)]
-        );
+        assert_eq!(d.event(&done), Err(DecodeError::Invalid));
         assert!(d.finished());
         assert!(d
             .event(&data(&json!({"choices": [{"delta": {"content": "x"}}]})))
             .unwrap()
             .is_empty());
         let mut d = Decoder::new();
-        assert_eq!(d.event(&done).unwrap(), [Stop(StopReason::EndTurn)]);
+        d.event(&data(
+            &json!({"choices": [{"delta": {"content": "partial"}}]}),
+        ))
+        .unwrap();
+        assert_eq!(d.event(&done), Err(DecodeError::Invalid));
+        // A role chunk only, then `[DONE]` (llama-cpp-python cut short): nothing was said.
+        let mut d = Decoder::new();
+        d.event(&data(
+            &json!({"choices": [{"delta": {"role": "assistant"}}]}),
+        ))
+        .unwrap();
+        assert!(d.said_nothing());
+        assert_eq!(d.event(&done), Err(DecodeError::Empty));
+        let mut d = Decoder::new();
+        d.event(&data(
+            &json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+        ))
+        .unwrap();
+        assert!(!d.said_nothing());
+        assert_eq!(d.event(&done).unwrap(), []);
     }
 
     #[test]
@@ -627,11 +653,8 @@ mod tests {
             d.event(&frag(json!({"index": n, "function": {"name": "f"}})))
                 .unwrap();
         }
-        let done = SseEvent {
-            event: None,
-            data: "[DONE]".into(),
-        };
-        assert_eq!(d.event(&done).unwrap().len(), STEP_CALLS + 1);
+        let end = json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]});
+        assert_eq!(d.event(&data(&end)).unwrap().len(), STEP_CALLS + 1);
     }
 
     #[test]

@@ -547,3 +547,41 @@ fn the_run_activities_bound_refuses_the_4097th_call_and_ends_the_run() {
     assert_eq!(fin["data"]["outcome"], "failed");
     assert_eq!(fin["data"]["error_code"], "content_limit");
 }
+
+/// `runner.md` 1: a Chat stream that ends (`[DONE]`) without any `finish_reason` was cut short.
+/// Having said nothing (llama-cpp-python's role chunk, then `[DONE]`) it is an empty answer and
+/// is retried; having said something, the step fails `provider_stream_invalid` and the partial
+/// reply is kept.
+#[test]
+fn a_chat_stream_cut_short_is_retried_when_empty_and_fails_when_not() {
+    let done = "data: [DONE]\n\n".to_owned();
+    let role_only = Reply::sse(vec![
+        chat_delta(&json!({"role": "assistant"})),
+        done.clone(),
+    ]);
+    let llm = FakeLlm::start(vec![role_only, chat_text(&["after the retry"])]);
+    let env = fake_llm_env(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "go");
+    let frames = until_finished(&mut s);
+    assert_eq!(
+        frames.last().unwrap()["data"]["outcome"],
+        "completed",
+        "{frames:#?}"
+    );
+    assert_eq!(diagnostic_codes(&frames), ["provider_retry"]);
+    assert_eq!(reconciled(&frames), "after the retry");
+    s.shutdown_ok("bye");
+
+    let partial = Reply::sse(vec![chat_delta(&json!({"content": "half a rep"})), done]);
+    let llm = FakeLlm::start(vec![partial]);
+    let env = fake_llm_env(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "go");
+    let frames = until_finished(&mut s);
+    let fin = &frames.last().unwrap()["data"];
+    assert_eq!(fin["outcome"], "failed", "{frames:#?}");
+    assert_eq!(diagnostic_codes(&frames), ["provider_stream_invalid"]);
+    assert_eq!(reconciled(&frames), "half a rep");
+    s.shutdown_ok("bye");
+}
