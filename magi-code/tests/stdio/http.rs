@@ -111,6 +111,12 @@ fn openai_compatible_provider_streams_a_reply() {
             chunk("aus "),
             ": keep-alive\n\n".into(),
             chunk("SSE."),
+            // Every real stream ends its choice; one without a `finish_reason` was cut
+            // short (`runner.md` 1).
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+            ),
             "data: [DONE]\n\n".into(),
         ],
     );
