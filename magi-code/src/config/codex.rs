@@ -12,9 +12,15 @@ pub(super) fn keys(name: &str) -> &'static [&'static str] {
             "auth_url",
             "max_output_tokens",
             "context_window",
+            "prompt_caching",
         ]
     } else {
-        &["base_url", "max_output_tokens", "context_window"]
+        &[
+            "base_url",
+            "max_output_tokens",
+            "context_window",
+            "prompt_caching",
+        ]
     }
 }
 

@@ -4,7 +4,7 @@
 
 use protocol_core::json::parse_strict;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -92,6 +92,8 @@ pub struct Settings {
     /// `providers.<name>.context_window` where set; read it through
     /// [`Settings::context_window_of`].
     pub context_windows: BTreeMap<String, u64>,
+    /// The providers whose `prompt_caching` is `false` (`runner.md` 1, "Prompt caching").
+    pub no_prompt_caching: BTreeSet<String>,
     /// `runner.max_steps`: steps per turn before the run fails with `step_limit`.
     pub max_steps: u32,
     /// `runner.context_window`: tokens assumed when the catalog names no window.
@@ -147,6 +149,7 @@ impl Default for Settings {
             compat: BTreeMap::new(),
             max_output_tokens: BTreeMap::new(),
             context_windows: BTreeMap::new(),
+            no_prompt_caching: BTreeSet::new(),
             max_steps: DEFAULT_MAX_STEPS,
             context_window: DEFAULT_CONTEXT_WINDOW,
             instructions: Vec::new(),
@@ -248,11 +251,19 @@ fn max_output_tokens(c: &Map<String, Value>) -> R<Option<u64>> {
         .transpose()
 }
 
-/// `providers.<name>.context_window` into `s`, with `runner.context_window`'s bounds.
+/// `providers.<name>.context_window` into `s`, with `runner.context_window`'s bounds, and
+/// `providers.<name>.prompt_caching` (a boolean, default true).
 fn provider_window(s: &mut Settings, name: &str, c: &Map<String, Value>) -> R<()> {
     if let Some(v) = c.get("context_window") {
         let n = int(v, MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW, "context_window")?;
         s.context_windows.insert(name.to_owned(), n);
+    }
+    match c.get("prompt_caching") {
+        None | Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => {
+            s.no_prompt_caching.insert(name.to_owned());
+        }
+        Some(_) => return Err(Invalid("prompt_caching")),
     }
     Ok(())
 }
@@ -421,6 +432,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                             "wire_api",
                             "max_output_tokens",
                             "context_window",
+                            "prompt_caching",
                         ],
                     )?;
                     provider_window(&mut s, other, c)?;
@@ -688,6 +700,22 @@ mod tests {
         assert_eq!(w(json!(10_000_000)), Ok(10_000_000));
         for bad in [json!(999), json!(10_000_001), json!(0), json!(true)] {
             assert!(w(bad.clone()).is_err(), "context_window {bad} accepted");
+        }
+    }
+
+    #[test]
+    fn prompt_caching_is_a_boolean_per_provider() {
+        let s = one(json!({"providers": {"anthropic": {"prompt_caching": false}}})).unwrap();
+        assert!(s.no_prompt_caching.contains("anthropic"));
+        let s = one(compat(json!({"prompt_caching": false}))).unwrap();
+        assert!(s.no_prompt_caching.contains("local"));
+        let s = one(compat(json!({"prompt_caching": true}))).unwrap();
+        assert!(s.no_prompt_caching.is_empty());
+        for bad in [json!("false"), json!(0), Value::Null] {
+            assert!(
+                one(json!({"providers": {"openai": {"prompt_caching": bad.clone()}}})).is_err(),
+                "{bad}"
+            );
         }
     }
 

@@ -32,6 +32,24 @@ pub fn stable(body: &Value, last: &str) -> String {
     out
 }
 
+/// `body` as a provider with `prompt_caching: false` gets it (`runner.md` 1): no
+/// `cache_control` member anywhere, and an Anthropic `system` of text blocks as one plain
+/// string (proxies translating the Anthropic wire forward block lists other servers refuse).
+#[must_use]
+pub fn uncached(body: &Value) -> Value {
+    let mut out = without_cache_control(body);
+    if let Some(Value::Array(blocks)) = out.get("system") {
+        let text: Option<Vec<&str>> = blocks
+            .iter()
+            .map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        if let Some(parts) = text {
+            out["system"] = Value::String(parts.concat());
+        }
+    }
+    out
+}
+
 /// `body` without any `cache_control` member, at any depth: what prefix comparisons read.
 #[must_use]
 pub fn without_cache_control(body: &Value) -> Value {

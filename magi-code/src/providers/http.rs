@@ -302,8 +302,15 @@ impl ModelClient for HttpModel {
         let wire = wire(self.target.wire);
         let mut body = (wire.body)(req);
         // Every Responses request is keyed by its session (`decisions.md` 44).
-        if let (WireApi::OpenAiResponses, Some(id)) = (self.target.wire, &self.session_id) {
+        if let (WireApi::OpenAiResponses, Some(id), true) = (
+            self.target.wire,
+            &self.session_id,
+            self.target.prompt_caching,
+        ) {
             body["prompt_cache_key"] = Value::String(id.clone());
+        }
+        if !self.target.prompt_caching {
+            body = super::body::uncached(&body);
         }
         let body = super::body::stable(&body, wire.conversation);
         let mut retries = 0;

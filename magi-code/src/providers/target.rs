@@ -44,6 +44,8 @@ pub struct Target {
     pub model: String,
     /// The sign-in of a `codex` target.
     pub codex: Option<CodexAuth>,
+    /// Whether requests carry cache markers (`providers.<name>.prompt_caching`).
+    pub prompt_caching: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -85,6 +87,7 @@ pub fn local_chat(base_url: &str) -> Target {
         key: None,
         model: "tiny".to_owned(),
         codex: None,
+        prompt_caching: true,
     }
 }
 
@@ -151,6 +154,7 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
         key,
         model: model.to_owned(),
         codex,
+        prompt_caching: !s.no_prompt_caching.contains(provider),
     })
 }
 

@@ -124,6 +124,66 @@ fn responses_requests_extend_each_other_and_carry_the_session_as_cache_key() {
     prefixes_hold(&seen);
 }
 
+/// `providers.<name>.prompt_caching: false` (`runner.md` 1): no cache markers at all, the
+/// Anthropic `system` one plain string, no `prompt_cache_key`; requests still extend each
+/// other.
+#[test]
+fn prompt_caching_off_sends_no_markers() {
+    let llm = FakeLlm::start(vec![
+        reply(vec![
+            tool_use(
+                0,
+                "toolu_1",
+                "read_file",
+                &json!({"path": "a.txt"}).to_string(),
+            ),
+            stop("tool_use"),
+        ]),
+        reply(vec![
+            tool_use(
+                0,
+                "toolu_2",
+                "read_file",
+                &json!({"path": "b.txt"}).to_string(),
+            ),
+            stop("tool_use"),
+        ]),
+        reply(vec![a_text(0, "done"), stop("end_turn")]),
+        reply(vec![a_text(0, "still done"), stop("end_turn")]),
+    ]);
+    let mut env = Env::new();
+    env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
+    env.write_global_settings(&json!({
+        "provider": "anthropic", "model": "claude-sonnet-4-5",
+        "providers": {"anthropic": {"base_url": llm.base, "prompt_caching": false}},
+        "tools": {"read": "allow"},
+    }));
+    let (_, seen) = two_turns(&env, &llm);
+    for s in &seen {
+        let raw = String::from_utf8(s.raw.clone()).unwrap();
+        assert!(!raw.contains("cache_control"), "{raw}");
+        assert!(s.body["system"].is_string(), "{}", s.body["system"]);
+    }
+    prefixes_hold(&seen);
+    let llm = FakeLlm::start(vec![
+        responses_call("call_1", "read_file", r#"{"path":"a.txt"}"#),
+        responses_call("call_2", "read_file", r#"{"path":"b.txt"}"#),
+        r_text("done"),
+        r_text("still done"),
+    ]);
+    let mut env = Env::new();
+    env.set_var("OPENAI_API_KEY", "sk-test-openai-key");
+    env.write_global_settings(&json!({
+        "provider": "openai", "model": "gpt-x",
+        "providers": {"openai": {"base_url": format!("{}/v1", llm.base), "prompt_caching": false}},
+        "tools": {"read": "allow"},
+    }));
+    let (_, seen) = two_turns(&env, &llm);
+    for s in &seen {
+        assert!(s.body.get("prompt_cache_key").is_none(), "{}", s.body);
+    }
+}
+
 /// The `usage` records of session `sid`'s file.
 fn usage_records(env: &Env, sid: &str) -> Vec<serde_json::Value> {
     let file = crate::common::sessions_dir(env).join(format!("{sid}.jsonl"));
