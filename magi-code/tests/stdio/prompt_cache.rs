@@ -102,22 +102,31 @@ fn anthropic_requests_extend_each_other_and_mark_two_breakpoints() {
     prefixes_hold(&seen);
 }
 
-#[test]
-fn responses_requests_extend_each_other_and_carry_the_session_as_cache_key() {
+/// [`two_turns`] on the built-in `openai` provider (Responses), its settings joined by `extra`.
+fn responses_turns(extra: &serde_json::Value) -> (String, Vec<Seen>) {
     let llm = FakeLlm::start(vec![
         responses_call("call_1", "read_file", r#"{"path":"a.txt"}"#),
         responses_call("call_2", "read_file", r#"{"path":"b.txt"}"#),
         r_text("done"),
         r_text("still done"),
     ]);
+    let mut provider = json!({"base_url": format!("{}/v1", llm.base)});
+    for (k, v) in extra.as_object().unwrap() {
+        provider[k] = v.clone();
+    }
     let mut env = Env::new();
     env.set_var("OPENAI_API_KEY", "sk-test-openai-key");
     env.write_global_settings(&json!({
         "provider": "openai", "model": "gpt-x",
-        "providers": {"openai": {"base_url": format!("{}/v1", llm.base)}},
+        "providers": {"openai": provider},
         "tools": {"read": "allow"},
     }));
-    let (sid, seen) = two_turns(&env, &llm);
+    two_turns(&env, &llm)
+}
+
+#[test]
+fn responses_requests_extend_each_other_and_carry_the_session_as_cache_key() {
+    let (sid, seen) = responses_turns(&json!({}));
     for s in &seen {
         assert_eq!(s.body["prompt_cache_key"], sid.as_str(), "{}", s.body);
     }
@@ -165,20 +174,7 @@ fn prompt_caching_off_sends_no_markers() {
         assert!(s.body["system"].is_string(), "{}", s.body["system"]);
     }
     prefixes_hold(&seen);
-    let llm = FakeLlm::start(vec![
-        responses_call("call_1", "read_file", r#"{"path":"a.txt"}"#),
-        responses_call("call_2", "read_file", r#"{"path":"b.txt"}"#),
-        r_text("done"),
-        r_text("still done"),
-    ]);
-    let mut env = Env::new();
-    env.set_var("OPENAI_API_KEY", "sk-test-openai-key");
-    env.write_global_settings(&json!({
-        "provider": "openai", "model": "gpt-x",
-        "providers": {"openai": {"base_url": format!("{}/v1", llm.base), "prompt_caching": false}},
-        "tools": {"read": "allow"},
-    }));
-    let (_, seen) = two_turns(&env, &llm);
+    let (_, seen) = responses_turns(&json!({"prompt_caching": false}));
     for s in &seen {
         assert!(s.body.get("prompt_cache_key").is_none(), "{}", s.body);
     }
