@@ -2,9 +2,9 @@
 //! (`decisions.md` 47) that validates every record read, checks the workspace and builds the
 //! projection. Its cost is the window's, whatever the file's length.
 
-use crate::history::trust::{Items, Trust};
+use crate::history::trust::Items;
 use crate::history::window::{first_record_end, Bounds, TailScan, Window, FIRST_RECORD_BYTES};
-use crate::history::{History, HistoryError, Projection, Record};
+use crate::history::{History, HistoryError, Projection};
 use crate::runtime::Runtime;
 use crate::store::{HeldFile, Identity, ReadError, SessionId, Sessions};
 use crate::util::cancel::Cancel;
@@ -108,85 +108,6 @@ fn window_after(file: &HeldFile, m: &crate::history::meta::Meta) -> Option<Windo
     })
 }
 
-/// Lines parsed before they are folded into the state.
-const BATCH: usize = 256;
-
-/// One line of a window read, as the reading half passes it to the folding half.
-enum Line {
-    /// Parsed, with its stored length.
-    Parsed(Box<Record>, u64),
-    /// Only counted (see [`crate::history::trust::Trust`]), with its stored length.
-    Counted(u64),
-    /// Refused.
-    Refused(HistoryError),
-}
-
-/// Reads the lines of window `w`, parsing those `trust` says need it, and hands them to
-/// `sink` in batches (false from it stops the read): whether the read went to the window's
-/// end, and whether it was cancelled.
-fn read_lines(
-    file: &HeldFile,
-    w: &Window,
-    mut trust: Trust,
-    cancel: &Cancel,
-    sink: &mut dyn FnMut(Vec<Line>) -> bool,
-) -> (Result<bool, ReadError>, bool) {
-    let mut batch = Vec::with_capacity(BATCH);
-    let (mut offset, mut n, mut cancelled) = (w.start, 0usize, false);
-    let read = file.lines(w.start, w.end, &mut |line| {
-        n += 1;
-        if n.is_multiple_of(4096) && cancel.is_cancelled() {
-            cancelled = true;
-            return false;
-        }
-        let len = line.len() as u64 + 1;
-        let item = if trust.needs(offset, line) {
-            let parsed = if trust.covers(offset) {
-                crate::history::quick::parse_trusted(line)
-            } else {
-                Record::parse(line)
-            };
-            match parsed {
-                Ok(r) => {
-                    trust.parsed(&r, offset);
-                    Line::Parsed(Box::new(r), len)
-                }
-                Err(e) => Line::Refused(e),
-            }
-        } else {
-            Line::Counted(len)
-        };
-        offset += len;
-        let refused = matches!(item, Line::Refused(_));
-        batch.push(item);
-        if (batch.len() == BATCH || refused) && !sink(std::mem::take(&mut batch)) {
-            return false;
-        }
-        !refused
-    });
-    if !batch.is_empty() {
-        sink(batch);
-    }
-    (read, cancelled)
-}
-
-/// Folds a batch of lines into `h`; false (with the refusal in `refused`) at the first it
-/// refuses.
-fn fold(h: &mut History, batch: Vec<Line>, refused: &mut Option<HistoryError>) -> bool {
-    for item in batch {
-        let taken = match item {
-            Line::Parsed(r, len) => h.push(&r, usize::try_from(len).unwrap_or(usize::MAX)),
-            Line::Counted(len) => h.skip(len),
-            Line::Refused(e) => Err(e),
-        };
-        if let Err(e) = taken {
-            *refused = Some(e);
-            return false;
-        }
-    }
-    true
-}
-
 /// Feeds `h` the window of the held file: its first record beside a window that does not
 /// reach it, then every line of the window. Checks `cancel` every 4,096 lines.
 pub fn feed_window(
@@ -203,11 +124,22 @@ pub fn feed_window(
         h.line(&head[..end - 1]).map_err(WindowError::History)?;
         h.skip_to(w.start);
     }
-    let mut refused = None;
-    let read = read_lines(file, w, h.trust(), cancel, &mut |batch| {
-        fold(h, batch, &mut refused)
+    let mut trust = h.trust();
+    let (mut refused, mut cancelled, mut n) = (None, false, 0usize);
+    let read = file.lines(w.start, w.end, &mut |line| {
+        n += 1;
+        if n.is_multiple_of(4096) && cancel.is_cancelled() {
+            cancelled = true;
+            return false;
+        }
+        match h.line_trusted(line, &mut trust) {
+            Ok(()) => true,
+            Err(e) => {
+                refused = Some(e);
+                false
+            }
+        }
     });
-    let (read, cancelled) = read;
     if cancelled || cancel.is_cancelled() {
         return Err(WindowError::Cancelled);
     }

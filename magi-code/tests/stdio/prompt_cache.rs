@@ -67,8 +67,8 @@ fn chat_requests_extend_each_other() {
     assert!(ratio > 0.5, "{ratio}");
 }
 
-#[test]
-fn anthropic_requests_extend_each_other_and_mark_two_breakpoints() {
+/// [`two_turns`] on the built-in `anthropic` provider, its settings joined by `extra`.
+fn anthropic_turns(extra: &serde_json::Value) -> Vec<Seen> {
     let call = |id: &str, path: &str| -> Reply {
         reply(vec![
             tool_use(0, id, "read_file", &json!({"path": path}).to_string()),
@@ -81,14 +81,23 @@ fn anthropic_requests_extend_each_other_and_mark_two_breakpoints() {
         reply(vec![a_text(0, "done"), stop("end_turn")]),
         reply(vec![a_text(0, "still done"), stop("end_turn")]),
     ]);
+    let mut provider = json!({"base_url": llm.base});
+    for (k, v) in extra.as_object().unwrap() {
+        provider[k] = v.clone();
+    }
     let mut env = Env::new();
     env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
     env.write_global_settings(&json!({
         "provider": "anthropic", "model": "claude-sonnet-4-5",
-        "providers": {"anthropic": {"base_url": llm.base}},
+        "providers": {"anthropic": provider},
         "tools": {"read": "allow"},
     }));
-    let (_, seen) = two_turns(&env, &llm);
+    two_turns(&env, &llm).1
+}
+
+#[test]
+fn anthropic_requests_extend_each_other_and_mark_two_breakpoints() {
+    let seen = anthropic_turns(&json!({}));
     for s in &seen {
         let raw = String::from_utf8(s.raw.clone()).unwrap();
         assert_eq!(raw.matches("cache_control").count(), 2, "{raw}");
@@ -138,36 +147,7 @@ fn responses_requests_extend_each_other_and_carry_the_session_as_cache_key() {
 /// other.
 #[test]
 fn prompt_caching_off_sends_no_markers() {
-    let llm = FakeLlm::start(vec![
-        reply(vec![
-            tool_use(
-                0,
-                "toolu_1",
-                "read_file",
-                &json!({"path": "a.txt"}).to_string(),
-            ),
-            stop("tool_use"),
-        ]),
-        reply(vec![
-            tool_use(
-                0,
-                "toolu_2",
-                "read_file",
-                &json!({"path": "b.txt"}).to_string(),
-            ),
-            stop("tool_use"),
-        ]),
-        reply(vec![a_text(0, "done"), stop("end_turn")]),
-        reply(vec![a_text(0, "still done"), stop("end_turn")]),
-    ]);
-    let mut env = Env::new();
-    env.set_var("ANTHROPIC_API_KEY", "sk-ant-test-key-123");
-    env.write_global_settings(&json!({
-        "provider": "anthropic", "model": "claude-sonnet-4-5",
-        "providers": {"anthropic": {"base_url": llm.base, "prompt_caching": false}},
-        "tools": {"read": "allow"},
-    }));
-    let (_, seen) = two_turns(&env, &llm);
+    let seen = anthropic_turns(&json!({"prompt_caching": false}));
     for s in &seen {
         let raw = String::from_utf8(s.raw.clone()).unwrap();
         assert!(!raw.contains("cache_control"), "{raw}");

@@ -315,11 +315,25 @@ proptest! {
     }
 }
 
+/// The metadata an owner whose state read `covered` (a whole history's bytes so far, under
+/// `bounds`) writes for it.
+fn owner_meta(covered: &[u8], bounds: Bounds) -> Meta {
+    let (owner, _) = read_within(covered, &id(), bounds).unwrap();
+    let len = covered.len() as u64;
+    let from = usize::try_from(crate::history::meta::digest_from(len)).unwrap();
+    Meta::of(
+        "s1",
+        (1, 2),
+        (len, &covered[from..]),
+        (owner.records(), owner.horizon(), owner.window_start()),
+        owner.summary(),
+    )
+}
+
 /// What lies before a window comes from verified metadata: the record base, the turn count,
 /// the latest title and preferences, whatever the window holds.
 #[test]
 fn metadata_tells_what_lies_before_the_window() {
-    use crate::history::meta::{digest_from, Meta};
     use crate::history::read_seeded;
     let prefs = json!({"type":"session_preferences","session_id":"s1","ts":TS,"provider":"scripted","model":"echo","effort":"high"});
     let title = json!({"type":"title","session_id":"s1","ts":TS,"title":"early"});
@@ -332,17 +346,7 @@ fn metadata_tells_what_lies_before_the_window() {
             finished(&run),
         ]);
     }
-    let covered_bytes = bytes(&v);
-    let (owner, _) = read_state(&covered_bytes, &id()).unwrap();
-    let covered = covered_bytes.len() as u64;
-    let from = usize::try_from(digest_from(covered)).unwrap();
-    let m = Meta::of(
-        "s1",
-        (1, 2),
-        (covered, &covered_bytes[from..]),
-        (owner.records(), owner.horizon(), owner.window_start()),
-        owner.summary(),
-    );
+    let m = owner_meta(&bytes(&v), Bounds::READ);
     let m_bytes = m.to_bytes().unwrap();
     for t in 20..30 {
         let run = format!("r{t}");
@@ -386,7 +390,6 @@ fn metadata_tells_what_lies_before_the_window() {
 /// state is the one a full read of the same window builds.
 #[test]
 fn lines_the_metadata_covers_read_as_a_full_read_does() {
-    use crate::history::meta::{digest_from, Meta};
     use crate::history::read_seeded;
     let write = |run: &str, c: &str| {
         vec![
@@ -421,21 +424,11 @@ fn lines_the_metadata_covers_read_as_a_full_read_does() {
     }
     let all = bytes(&v);
     let cover_at = v.iter().position(|r| r["type"] == "title").unwrap();
-    let covered_bytes = bytes(&v[..=cover_at]);
-    let covered = covered_bytes.len() as u64;
     let bounds = Bounds {
         bytes: all.len() as u64 * 2 / 3,
         lines: 100_000,
     };
-    let (owner, _) = read_within(&covered_bytes, &id(), bounds).unwrap();
-    let from = usize::try_from(digest_from(covered)).unwrap();
-    let m = Meta::of(
-        "s1",
-        (1, 2),
-        (covered, &covered_bytes[from..]),
-        (owner.records(), owner.horizon(), owner.window_start()),
-        owner.summary(),
-    );
+    let m = owner_meta(&bytes(&v[..=cover_at]), bounds);
     assert!(m.replay_from > 0, "a compaction freed earlier turns");
     let (bare, bp) = read_within(&all, &id(), bounds).unwrap();
     let (seeded, sp) = read_seeded(&all, &id(), bounds, Some(m)).unwrap();
