@@ -216,23 +216,19 @@ fn unknown_tools_and_calls_past_max_calls_reach_the_backend_and_reject_with_tool
     let names: Vec<_> = seen.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["nope", "exec", "mcp__x__y-z"], "every call is sent");
     let mut limited = cell(
-        "const r = []; for (let i = 0; i < 3; i++) { try { r.push(await tools.grep({path: 'p'})); } catch (e) { r.push(e.code); } } return r",
+        "const r = []; for (let i = 0; i < 3; i++) { try { r.push(await tools.grep({path: 'p'})); } catch (e) { r.push(e.code, e.message); } } return r",
     );
     limited.max_calls = 2;
     let mut seen = Vec::new();
     let end = h.run_cell(&limited, &mut backend(&limited, &mut seen), &mut || None);
-    assert_eq!(end.output, r#"["ok","ok","limit"]"#);
-    assert_eq!(end.calls, 3);
-    let refused: Vec<_> = seen
-        .iter()
-        .map(|r| r.refused.as_ref().map(|f| f.code))
-        .collect();
-    assert_eq!(refused, [None, None, Some(ToolErrorCode::Limit)]);
+    // Past `max_calls` (decisions.md 52): thrown here, never sent, said first in the body.
     assert_eq!(
-        seen[2].input,
-        json!({"path": "p"}),
-        "a small input still goes"
+        end.output,
+        "1 calls refused past max_calls\n[\"ok\",\"ok\",\"limit\",\"limit: a cell makes at most 2 tool calls\"]"
     );
+    assert_eq!(end.calls, 2, "the calls sent");
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|r| r.refused.is_none()));
 }
 
 #[test]
@@ -247,11 +243,10 @@ fn a_loop_that_ignores_limit_is_stopped_after_1000_more_calls() {
     assert_eq!(end.state, CellState::Failed, "{}", end.output);
     assert_eq!(
         end.output,
-        "Error: the code kept calling tools past max_calls; the cell was stopped"
+        "1000 calls refused past max_calls\nError: stopped: too many calls past max_calls"
     );
-    assert_eq!(seen.len(), 3 + 1_000, "the calls sent, each recorded");
-    // Counted until the engine's interrupt handler next looks.
-    assert!(end.calls > 3 + 1_000, "{}", end.calls);
+    assert_eq!(seen.len(), 3, "only the calls within max_calls are sent");
+    assert_eq!(end.calls, 3);
     // The same without awaiting: the helper holds at most that many calls, and a stopped
     // cell sends none it still holds (none of them ran).
     let mut c = cell("for (;;) tools.grep({path: 'p'}).catch(() => {})");
@@ -557,6 +552,45 @@ fn fences_are_removed_and_errors_name_the_models_lines() {
     assert_eq!(
         end.output.lines().take(2).collect::<Vec<_>>(),
         ["x", "ToolError: boom"]
+    );
+    // An uncaught ToolError of a nested call names the line that made the call (code-mode.md
+    // 5), whether the backend refused it or the cell did (past max_calls).
+    let nested = "const a = 1;\n\nawait tools.nope({});";
+    let end = h.run_cell(
+        &cell(nested),
+        &mut |_| CallAnswer::Error {
+            code: ToolErrorCode::UnknownTool,
+            message: "unknown tool".into(),
+        },
+        &mut || None,
+    );
+    let lines: Vec<&str> = end.output.lines().collect();
+    assert_eq!(lines[0], "ToolError: unknown tool", "{}", end.output);
+    assert!(
+        lines[1].starts_with("    at <code> (code:3:"),
+        "{}",
+        end.output
+    );
+    assert_eq!(lines.len(), 2, "{}", end.output);
+    let mut past = cell("await tools.grep({});\nawait tools.grep({});");
+    past.max_calls = 1;
+    let end = h.run_cell(&past, &mut |_| CallAnswer::Output("ok".into()), &mut || {
+        None
+    });
+    let lines: Vec<&str> = end.output.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            "1 calls refused past max_calls",
+            "ToolError: limit: a cell makes at most 1 tool calls"
+        ],
+        "{}",
+        end.output
+    );
+    assert!(
+        lines[2].starts_with("    at <code> (code:2:"),
+        "{}",
+        end.output
     );
     // Lone surrogates reach the backend as U+FFFD, never as a failed conversion.
     let end = run(

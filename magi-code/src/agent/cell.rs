@@ -10,9 +10,25 @@ use crate::codemode::helper::{Answerer, CallRequest, CellEnd, Helper};
 use crate::codemode::protocol::{self, CallAnswer, Cell, ToolInfo};
 use crate::codemode::text::{CellState, ToolErrorCode};
 use crate::run::{CellJob, CodeResult, Input, InterruptReason, Output, Run};
+use crate::util::cancel::{Alarm, Cancel};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
+
+/// What cuts the driver's work short while a cell is open (`decisions.md` 52): the turn's
+/// cancellation, the helper's end of the cell (its CPU time ran out, or it died) and the
+/// cell's clock, each at once, whatever the nested call is doing.
+pub struct CellWork {
+    /// Cancelled by any of the three; the token nested calls run with.
+    pub stop: Arc<Cancel>,
+    /// Cancelled when the helper ended the cell.
+    pub helper_done: Arc<Cancel>,
+    /// Rings `stop` at the cell's deadline while work runs (started by the first work).
+    pub alarm: Option<Alarm>,
+    /// The run was told of the helper's end.
+    pub told: bool,
+}
 
 /// What a cell needs of the run's driver: the same handling of outputs, waits and inputs as
 /// the run's own loop, re-entered while the cell is open.
@@ -23,6 +39,8 @@ pub trait Perform {
     fn wait(&mut self, run: &mut Run) -> bool;
     /// Feeds `input` at the driver's time, telling the run of a cancellation first.
     fn feed(&mut self, run: &mut Run, input: Input);
+    /// Opens (`Some`) or closes the cell whose work `w` cuts short.
+    fn cell_work(&mut self, w: Option<CellWork>);
 }
 
 /// Runs `job` to its `Input::CellEnded` on the helper of session `session_id`, starting one
@@ -44,7 +62,21 @@ pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, 
     };
     let end = match helper {
         Ok(mut h) => {
+            let stop = Arc::new(Cancel::default());
+            let helper_done = Arc::new(Cancel::default());
+            h.on_cell_end(Arc::clone(&helper_done));
+            let turn = Arc::clone(&stop);
+            let _turn = ctx.cancel.on_cancel(move || turn.cancel());
+            let ended = Arc::clone(&stop);
+            let _ended = helper_done.on_cancel(move || ended.cancel());
+            p.cell_work(Some(CellWork {
+                stop,
+                helper_done: Arc::clone(&helper_done),
+                alarm: None,
+                told: false,
+            }));
             let end = on_helper(p, run, &mut h, job);
+            p.cell_work(None);
             if end.helper_alive {
                 give_back(ctx, session_id, h);
             }
@@ -61,7 +93,6 @@ pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, 
     let input = Input::CellEnded {
         state: end.state,
         output: end.output,
-        calls: end.calls,
         elapsed_ms,
     };
     p.feed(run, input);

@@ -5,7 +5,7 @@
 
 use super::approvals::Decision;
 use super::client;
-use super::emit::RunOutput;
+use super::emit::{RunOutput, TurnCtx};
 use super::params::LoopParams;
 use super::subagent;
 use crate::history::compact::Snapshot;
@@ -21,12 +21,13 @@ use crate::run::{
 use crate::session;
 use crate::tools::outcome::bound_output;
 use crate::tools::{self, ToolKind, ToolOutcome};
-use crate::util::cancel::Cancel;
+use crate::util::cancel::{Alarm, Cancel};
 use crate::util::clock::RealClock;
 use crate::util::ids::fresh_revision;
 use crate::wire::events::MessageDeltaData;
 use crate::wire::Event;
 use protocol_core::ErrorCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a full chunk of coalesced delta text waits for channel room before it is dropped.
@@ -39,6 +40,8 @@ struct Driver<'o, 'a> {
     t0: Instant,
     /// Whether the run has been told of the cancellation it sees.
     told_cancel: bool,
+    /// The open cell's stop, while its nested calls run.
+    cell: Option<super::cell::CellWork>,
 }
 
 /// Runs an admitted turn (or a subagent's task) to its terminal facts.
@@ -55,6 +58,7 @@ pub fn execute(
         p,
         t0: Instant::now(),
         told_cancel: false,
+        cell: None,
     };
     run.start(d.now());
     loop {
@@ -141,14 +145,43 @@ impl Driver<'_, '_> {
         u64::try_from(self.t0.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Feeds `input`, telling the run of a cancellation first.
+    /// Feeds `input`, telling the run of a cancellation, or of the helper's end of the open
+    /// cell, first.
     fn feed(&mut self, run: &mut Run, input: Input) {
         let now = self.now();
         if !self.told_cancel && self.out.ctx.cancel.is_cancelled() {
             self.told_cancel = true;
             run.handle(Input::Cancel, now);
         }
+        if let Some(w) = self.cell.as_mut().filter(|w| !w.told) {
+            if w.helper_done.is_cancelled() {
+                w.told = true;
+                run.handle(Input::CellStopped, now);
+            }
+        }
         run.handle(input, now);
+    }
+
+    /// The token the work about to run obeys when a cell is open (else the turn's): the
+    /// cell's stop, its alarm armed at the run's deadline, which is the cell's clock.
+    fn arm(&mut self, run: &Run) -> Option<Arc<Cancel>> {
+        let t0 = self.t0;
+        let w = self.cell.as_mut()?;
+        if w.alarm.is_none() {
+            // Without its thread the clock still ends the cell, only not under a call.
+            w.alarm = Alarm::start(Arc::clone(&w.stop)).ok();
+        }
+        if let Some(a) = &w.alarm {
+            a.arm(run.timeout().map(|ms| t0 + Duration::from_millis(ms)));
+        }
+        Some(Arc::clone(&w.stop))
+    }
+
+    /// The work is over: the alarm waits for the next.
+    fn disarm(&self) {
+        if let Some(a) = self.cell.as_ref().and_then(|w| w.alarm.as_ref()) {
+            a.arm(None);
+        }
     }
 
     fn perform(&mut self, run: &mut Run, client: &mut dyn ModelClient, o: Output) {
@@ -166,12 +199,17 @@ impl Driver<'_, '_> {
             Output::Hook { command, stdin } => {
                 let ctx = self.out.ctx;
                 let bound = super::hooks::HOOK_RUN;
+                let stop = self.arm(run);
+                let cancel = stop.as_deref().unwrap_or(ctx.cancel);
                 let end =
-                    super::hooks::run(&command, &ctx.rt.cwd, stdin, bound, ctx.cancel, &RealClock);
+                    super::hooks::run(&command, &ctx.rt.cwd, stdin, bound, cancel, &RealClock);
+                self.disarm();
                 self.feed(run, Input::HookEnded(end));
             }
             Output::Tools(jobs) => {
-                let ends = self.tools(&jobs);
+                let stop = self.arm(run);
+                let ends = self.tools(&jobs, stop.as_deref());
+                self.disarm();
                 if self.out.output_lost && !run.output_lost() {
                     // A subagent's approval request could not be delivered.
                     self.feed(run, Input::OutputLost);
@@ -304,7 +342,9 @@ impl Driver<'_, '_> {
         let deadline = run.timeout().unwrap_or(0);
         let left = Duration::from_millis(deadline.saturating_sub(self.now()));
         let ctx = self.out.ctx;
-        let cancelled = || ctx.cancel.is_cancelled();
+        let stop = self.cell.as_ref().map(|w| Arc::clone(&w.stop));
+        let cancelled =
+            || ctx.cancel.is_cancelled() || stop.as_ref().is_some_and(|s| s.is_cancelled());
         // The registry's wait expired: the run's deadline has come.
         let expired = |d: &mut Self, run: &mut Run| {
             let now = d.now().max(deadline);
@@ -341,13 +381,15 @@ impl Driver<'_, '_> {
         true
     }
 
-    /// Runs the batch's tools: one on this thread, several (read-class built-ins) on scoped
-    /// threads; a panicked thread's tool has no outcome.
-    fn tools(&mut self, jobs: &[ToolJob]) -> Vec<ToolEnd> {
+    /// Runs the batch's tools (cut short by `stop`, a cell's, or else the turn's
+    /// cancellation): one on this thread, several (read-class built-ins) on scoped threads; a
+    /// panicked thread's tool has no outcome.
+    fn tools(&mut self, jobs: &[ToolJob], stop: Option<&Cancel>) -> Vec<ToolEnd> {
         if let [job] = jobs {
-            return vec![self.tool(job)];
+            return vec![self.tool(job, stop)];
         }
-        let (cwd, cancel) = (&self.out.ctx.rt.cwd, self.out.ctx.cancel);
+        let cwd = &self.out.ctx.rt.cwd;
+        let cancel = stop.unwrap_or(self.out.ctx.cancel);
         std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .iter()
@@ -368,17 +410,21 @@ impl Driver<'_, '_> {
         })
     }
 
-    fn tool(&mut self, job: &ToolJob) -> ToolEnd {
+    fn tool(&mut self, job: &ToolJob, stop: Option<&Cancel>) -> ToolEnd {
         let ctx = self.out.ctx;
+        let cancel = stop.unwrap_or(ctx.cancel);
         let done = |outcome| ToolEnd {
             outcome: Some(outcome),
             lost: None,
         };
         match job.kind {
-            ToolKind::Builtin(b) => done(tools::run(b, &job.input, &ctx.rt.cwd, ctx.cancel)),
-            ToolKind::Task => done(self.subagent(&job.input)),
+            ToolKind::Builtin(b) => done(tools::run(b, &job.input, &ctx.rt.cwd, cancel)),
+            ToolKind::Task => done(match stop {
+                Some(stop) => self.scoped_subagent(&job.input, stop),
+                None => subagent_run(self.out, &job.input),
+            }),
             ToolKind::Mcp => match ctx.mcp.as_deref() {
-                Some(hub) => call_mcp(hub, &job.name, &job.input, ctx.cancel),
+                Some(hub) => call_mcp(hub, &job.name, &job.input, cancel),
                 None => done(ToolOutcome::fail("unknown tool")),
             },
             ToolKind::Client | ToolKind::Code => done(ToolOutcome::fail("unknown tool")),
@@ -387,39 +433,66 @@ impl Driver<'_, '_> {
 }
 
 impl Driver<'_, '_> {
-    /// Runs one `task` call: its subagent is a run of its own, driven here to its end.
-    fn subagent(&mut self, input: &serde_json::Value) -> ToolOutcome {
-        let mut child = match subagent::prepare(self.out, input) {
-            Ok(c) => c,
-            Err(refused) => return refused,
+    /// Runs one `task` call of an open cell: its subagent obeys the cell's `stop`, so the
+    /// cell's clock or end cancels it as `turn.cancel` would.
+    fn scoped_subagent(&mut self, input: &serde_json::Value, stop: &Cancel) -> ToolOutcome {
+        let ctx = self.out.ctx;
+        let scoped = TurnCtx {
+            rt: ctx.rt.clone(),
+            mcp: ctx.mcp.clone(),
+            session: ctx.session,
+            approvals: ctx.approvals,
+            client_calls: ctx.client_calls,
+            sink: ctx.sink,
+            cancel: stop,
         };
-        let rt = &self.out.ctx.rt;
-        let effort = child.selection.effective_effort();
-        let table = child.out.tools.clone();
-        let params = client::loop_params(
-            rt,
-            &child.selection,
-            effort.as_deref(),
-            &child.instructions,
-            table.specs(),
+        let mut out = RunOutput::new(
+            &scoped,
+            self.out.session_id.clone(),
+            self.out.run_id.clone(),
         );
-        // A new history: its `session_meta` is the one record before the subagent's input.
-        let fresh = Snapshot {
-            records: 1,
-            ..Snapshot::default()
-        };
-        let finished = execute(
-            &mut child.out,
-            child.model.as_mut(),
-            &child.prompt,
-            fresh,
-            &params,
-        );
-        if child.out.output_lost {
+        out.selection.clone_from(&self.out.selection);
+        out.tools = self.out.tools.clone();
+        let outcome = subagent_run(&mut out, input);
+        if out.output_lost {
             self.out.output_lost = true;
         }
-        subagent::outcome(&child.out, &finished)
+        outcome
     }
+}
+
+/// Runs one `task` call: its subagent is a run of its own, driven here to its end.
+fn subagent_run(parent: &mut RunOutput<'_>, input: &serde_json::Value) -> ToolOutcome {
+    let mut child = match subagent::prepare(parent, input) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+    let rt = &parent.ctx.rt;
+    let effort = child.selection.effective_effort();
+    let table = child.out.tools.clone();
+    let params = client::loop_params(
+        rt,
+        &child.selection,
+        effort.as_deref(),
+        &child.instructions,
+        table.specs(),
+    );
+    // A new history: its `session_meta` is the one record before the subagent's input.
+    let fresh = Snapshot {
+        records: 1,
+        ..Snapshot::default()
+    };
+    let finished = execute(
+        &mut child.out,
+        child.model.as_mut(),
+        &child.prompt,
+        fresh,
+        &params,
+    );
+    if child.out.output_lost {
+        parent.output_lost = true;
+    }
+    subagent::outcome(&child.out, &finished)
 }
 
 /// The driver as an open cell re-enters it: the same outputs, waits and inputs.
@@ -439,6 +512,10 @@ impl super::cell::Perform for Nested<'_, '_, '_> {
 
     fn feed(&mut self, run: &mut Run, input: Input) {
         self.d.feed(run, input);
+    }
+
+    fn cell_work(&mut self, w: Option<super::cell::CellWork>) {
+        self.d.cell = w;
     }
 }
 

@@ -125,7 +125,15 @@ pub fn run(
     keep.next_call = shared.next_call();
     keep.store = std::mem::take(&mut shared.store);
     let (state, tail) = ending?;
-    let mut output = shared.out.text();
+    // Calls refused past `max_calls` are said first (`decisions.md` 52).
+    let mut output = shared.refused_line().unwrap_or_default();
+    let said = shared.out.text();
+    if !said.is_empty() {
+        if !output.is_empty() {
+            output.push('\n');
+        }
+        output.push_str(&said);
+    }
     if let Some(tail) = tail.filter(|t| !t.is_empty()) {
         if !output.is_empty() {
             output.push('\n');
@@ -301,7 +309,7 @@ fn install<'js>(
     tools.dedup_by(|a, b| a.name == b.name);
     let tools_json = serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned());
     let prelude: Function<'js> = ctx.eval(PRELUDE)?;
-    let glue: Object<'js> = prelude.call((host, tools_json))?;
+    let glue: Object<'js> = prelude.call((host, tools_json, cell.max_calls))?;
     Ok(Glue {
         settle: glue.get("settle")?,
         compile: glue.get("compile")?,

@@ -7,6 +7,7 @@ use super::protocol::{
     encode, CallAnswer, CallResult, Cell, CellState, DecodeError, Decoder, Done, FromHost,
     InterruptReason, Refusal, ToHost, LINE_BYTES,
 };
+use crate::util::cancel::Cancel;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -15,6 +16,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long an interrupted cell may take to end before its helper is killed.
@@ -78,9 +80,14 @@ type OnCall<'a> = &'a mut dyn FnMut(CallRequest) -> Option<CallAnswer>;
 /// Asked for an interrupt.
 type Poll<'a> = &'a mut dyn FnMut() -> Option<InterruptReason>;
 
+/// Cancelled by the helper's reader once the running cell ends on the helper's side (its
+/// `done`, a breach or the helper's exit), even while the backend is busy with a call.
+type EndWatch = Arc<Mutex<Option<Arc<Cancel>>>>;
+
 /// A running `code-host` helper.
 #[derive(Debug)]
 pub struct Helper {
+    ended: EndWatch,
     child: Child,
     to_helper: Option<Sender<Vec<u8>>>,
     from_helper: Receiver<Heard>,
@@ -126,6 +133,8 @@ impl Helper {
         };
         let (to_tx, to_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let (from_tx, from_rx) = crossbeam_channel::unbounded();
+        let ended: EndWatch = Arc::default();
+        let reader_ended = Arc::clone(&ended);
         let threads = std::thread::Builder::new()
             .name("code-host-in".into())
             .spawn(move || write_lines(stdin, &to_rx))
@@ -133,13 +142,14 @@ impl Helper {
                 let from_tx = from_tx.clone();
                 std::thread::Builder::new()
                     .name("code-host-out".into())
-                    .spawn(move || read_lines(stdout, &from_tx))
+                    .spawn(move || read_lines(stdout, &from_tx, &reader_ended))
             });
         if let Err(e) = threads {
             kill_child(&mut child);
             return Err(e);
         }
         Ok(Self {
+            ended,
             child,
             to_helper: Some(to_tx),
             from_helper: from_rx,
@@ -167,6 +177,12 @@ impl Helper {
         self.alive = false;
         self.to_helper = None;
         kill_child(&mut self.child);
+    }
+
+    /// Cancels `c` as soon as the next cell ends on the helper's side (read as the helper
+    /// says so, before the backend takes it), so that calls in flight can stop at once.
+    pub fn on_cell_end(&self, c: Arc<Cancel>) {
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(c);
     }
 
     /// An [`Answerer`] for calls deferred by [`Helper::run_cell_deferred`].
@@ -377,7 +393,15 @@ fn write_lines(mut stdin: std::process::ChildStdin, rx: &Receiver<Vec<u8>>) {
     }
 }
 
-fn read_lines(mut stdout: std::process::ChildStdout, tx: &Sender<Heard>) {
+/// Cancels the running cell's end watch, if any.
+fn cell_ended(ended: &EndWatch) {
+    let c = ended.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(c) = c {
+        c.cancel();
+    }
+}
+
+fn read_lines(mut stdout: std::process::ChildStdout, tx: &Sender<Heard>, ended: &EndWatch) {
     let mut decoder = Decoder::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -392,11 +416,15 @@ fn read_lines(mut stdout: std::process::ChildStdout, tx: &Sender<Heard>) {
                 Err(e) => Heard::Breach(e),
             };
             let stop = matches!(heard, Heard::Breach(_));
+            if matches!(heard, Heard::Message(FromHost::Done(_))) || stop {
+                cell_ended(ended);
+            }
             if tx.send(heard).is_err() || stop {
                 return;
             }
         }
     }
+    cell_ended(ended);
     // Nobody may listen any more; then there is no one to tell.
     drop(tx.send(Heard::Exited));
 }

@@ -1,7 +1,8 @@
 // The globals of code-mode.md section 3, built once per cell before the model's code runs.
 // `host` holds the natives (out, call, store, load); `toolsJson` the reachable tools
-// sorted by name. Returns the glue the engine calls: settle, compile, returned, failure.
-(function (host, toolsJson) {
+// sorted by name; `maxCalls` the cell's bound. Returns the glue the engine calls: settle,
+// compile, returned, failure.
+(function (host, toolsJson, maxCalls) {
   "use strict";
   const stringify = JSON.stringify;
   const parse = JSON.parse;
@@ -47,9 +48,21 @@
   });
   const text = (value) => host.out(show(value));
 
-  // Every call goes to the backend, which records it, refused ones included: a name that
-  // is not reachable, an input JSON cannot hold (sent as null with its refusal).
+  // A ToolError whose stack is the one where the code made the call (code-mode.md 5: an
+  // uncaught one names the model's line), not the glue's that settles it.
+  const thrown = (code, message, site) => {
+    const e = new ToolError(code, message);
+    if (typeof site === "string") {
+      Object.defineProperty(e, "stack", { value: site, writable: true, configurable: true });
+    }
+    return e;
+  };
+
+  // Every call within maxCalls goes to the backend, which records it, refused ones included:
+  // a name that is not reachable, an input JSON cannot hold (sent as null with its refusal).
+  // One past maxCalls throws limit here and is never sent (decisions.md 52).
   async function call(name, input) {
+    const site = new Error().stack;
     let json;
     try {
       json = stringify(input === undefined ? null : input);
@@ -58,8 +71,8 @@
       json = null;
     }
     const id = host.call(name, json);
-    if (id === -1) throw new ToolError("limit", "the code kept calling tools past max_calls");
-    return await new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+    if (id < 0) throw thrown("limit", "limit: a cell makes at most " + maxCalls + " tool calls", site);
+    return await new Promise((resolve, reject) => pending.set(id, { resolve, reject, site }));
   }
 
   const fns = new Map();
@@ -119,7 +132,7 @@
       if (p === undefined) return;
       pending.delete(id);
       if (ok) p.resolve(a);
-      else p.reject(new ToolError(a, b));
+      else p.reject(thrown(a, b, p.site));
     },
     compile: (code) => AsyncFunction(code),
     returned(v) {

@@ -98,28 +98,29 @@ pub struct Issued {
     pub refused: Option<Refusal>,
 }
 
-/// Returned to the prelude instead of a call number once the code issued more calls than
-/// [`CALLS_PAST_LIMIT`] past its `max_calls`: the cell fails.
+/// Returned to the prelude instead of a call number for a call past `max_calls`: it throws
+/// `ToolError` `limit` at once, with no record and no activity (`decisions.md` 52).
+pub const REFUSED_LIMIT: i64 = -2;
+/// Returned instead of [`REFUSED_LIMIT`] for the last call past `max_calls` allowed: the cell
+/// is stopped after it.
 pub const REFUSED_RUNAWAY: i64 = -1;
-/// Calls past `max_calls` still sent (each recorded by the backend and refused `limit`)
-/// before the cell fails: bounds what a loop that ignores `limit` leaves in the history.
+/// Calls past `max_calls` refused before the cell is stopped (`decisions.md` 52).
 pub const CALLS_PAST_LIMIT: u32 = 1_000;
-/// Largest input still sent with a call refused past `max_calls` (a larger one goes as `null`).
-pub const LIMITED_INPUT_BYTES: usize = 4 * 1024;
+/// The uncaught text of a cell stopped past [`CALLS_PAST_LIMIT`].
+pub const RUNAWAY_TEXT: &str = "Error: stopped: too many calls past max_calls";
 /// Deepest input nesting sent: well inside serde_json's 128 levels, which the `call` line
 /// around it must also fit.
 pub const INPUT_DEPTH: usize = 64;
-/// The uncaught text of a cell stopped past [`CALLS_PAST_LIMIT`].
-pub const RUNAWAY_TEXT: &str =
-    "Error: the code kept calling tools past max_calls; the cell was stopped";
 
 /// One cell's shared state.
 #[derive(Debug)]
 pub struct Shared {
     /// Console and `text()` output.
     pub out: Output,
-    /// Calls issued, refused ones included.
+    /// Calls sent to the backend (within `max_calls`, refused ones included).
     pub calls: u32,
+    /// Calls refused past `max_calls`, never sent.
+    pub refused_past: u32,
     max_calls: u32,
     next_call: u64,
     /// Calls to write to the backend.
@@ -139,6 +140,7 @@ impl Shared {
         Self {
             out: Output::default(),
             calls: 0,
+            refused_past: 0,
             max_calls,
             next_call,
             queued: Vec::new(),
@@ -155,26 +157,22 @@ impl Shared {
     }
 
     /// Issues a call whose input is `json` (`None`: the code passed a value JSON cannot
-    /// hold): its number, or [`REFUSED_RUNAWAY`]. Every call goes to the backend, which
-    /// records it; one this side cannot send as it is goes with its refusal and input `null`.
+    /// hold): its number, or past `max_calls` [`REFUSED_LIMIT`] (the 1,000th such call
+    /// [`REFUSED_RUNAWAY`], and the cell is stopped). Every call within `max_calls` goes to
+    /// the backend, which records it; one this side cannot send as it is goes with its
+    /// refusal and input `null`.
     pub fn issue(&mut self, name: String, json: Option<&str>) -> i64 {
-        self.calls = self.calls.saturating_add(1);
-        if self.calls > self.max_calls.saturating_add(CALLS_PAST_LIMIT) {
-            self.runaway.set(true);
-            return REFUSED_RUNAWAY;
+        if self.calls >= self.max_calls {
+            // Counted up to the bound: the cell is being stopped past it.
+            self.refused_past = self.refused_past.saturating_add(1).min(CALLS_PAST_LIMIT);
+            if self.refused_past >= CALLS_PAST_LIMIT {
+                self.runaway.set(true);
+                return REFUSED_RUNAWAY;
+            }
+            return REFUSED_LIMIT;
         }
-        let (input, refused) = if self.calls > self.max_calls {
-            let why = format!("limit: a cell makes at most {} tool calls", self.max_calls);
-            // A small input still goes, for its record and summary; a large one is not held.
-            let input = json
-                .filter(|j| j.len() <= LIMITED_INPUT_BYTES)
-                .and_then(|j| serde_json::from_str::<Value>(j).ok())
-                .filter(|v| depth(v) <= INPUT_DEPTH)
-                .unwrap_or(Value::Null);
-            (input, Some((ToolErrorCode::Limit, why)))
-        } else {
-            read_input(json)
-        };
+        self.calls += 1;
+        let (input, refused) = read_input(json);
         let call = self.next_call;
         self.next_call += 1;
         self.queued.push(Issued {
@@ -184,6 +182,13 @@ impl Shared {
             refused: refused.map(|(code, message)| Refusal { code, message }),
         });
         i64::try_from(call).unwrap_or(i64::MAX)
+    }
+
+    /// The line that says how many calls were refused past `max_calls`, if any were.
+    #[must_use]
+    pub fn refused_line(&self) -> Option<String> {
+        (self.refused_past > 0)
+            .then(|| format!("{} calls refused past max_calls", self.refused_past))
     }
 }
 
@@ -251,29 +256,25 @@ mod tests {
     }
 
     #[test]
-    fn every_call_is_queued_with_its_refusal_until_the_runaway_bound() {
+    fn calls_past_max_calls_are_refused_here_until_the_runaway_bound() {
         let refusal = |s: &Shared, i: usize| s.queued[i].refused.as_ref().map(|r| r.code);
         let mut s = Shared::new(1, 7, Store::default());
+        assert_eq!(s.refused_line(), None);
         assert_eq!(s.issue("a".into(), Some("{}")), 7);
-        assert_eq!(s.issue("a".into(), Some("{}")), 8);
         assert_eq!(refusal(&s, 0), None);
-        assert_eq!(refusal(&s, 1), Some(ToolErrorCode::Limit));
-        assert_eq!(s.queued[1].input, serde_json::json!({}));
-        let at = format!("\"{}\"", "x".repeat(LIMITED_INPUT_BYTES - 2));
-        s.issue("a".into(), Some(&at));
-        let kept = Value::String("x".repeat(LIMITED_INPUT_BYTES - 2));
-        assert_eq!(s.queued[2].input, kept);
-        let over = format!("\"{}\"", "x".repeat(LIMITED_INPUT_BYTES - 1));
-        s.issue("a".into(), Some(&over));
-        assert_eq!(s.queued[3].input, Value::Null);
-        for _ in 3..CALLS_PAST_LIMIT {
-            assert!(s.issue("a".into(), Some("{}")) > 0);
+        // Past `max_calls`: refused here, never queued, never numbered.
+        for _ in 1..CALLS_PAST_LIMIT {
+            assert_eq!(s.issue("a".into(), Some("{}")), REFUSED_LIMIT);
         }
         assert!(!s.runaway.get());
         assert_eq!(s.issue("a".into(), Some("{}")), REFUSED_RUNAWAY);
         assert!(s.runaway.get());
-        let sent = usize::try_from(1 + CALLS_PAST_LIMIT).unwrap();
-        assert_eq!((s.calls, s.queued.len()), (2 + CALLS_PAST_LIMIT, sent));
+        assert_eq!(s.issue("a".into(), Some("{}")), REFUSED_RUNAWAY);
+        assert_eq!((s.calls, s.queued.len(), s.next_call()), (1, 1, 8));
+        assert_eq!(
+            s.refused_line().as_deref(),
+            Some("1000 calls refused past max_calls")
+        );
 
         let mut s = Shared::new(9, 1, Store::default());
         s.issue("a".into(), None);

@@ -282,6 +282,7 @@ impl Projector {
             | Body::ToolCall { .. }
             | Body::ToolResult { .. }
             | Body::CodeCall { .. }
+            | Body::CodeResult { .. }
             | Body::ProviderItem { .. }
             | Body::Usage { .. } => {}
         }
@@ -527,6 +528,13 @@ mod tests {
             seq: 0,
             name: "shell".into(),
             input: json!({"command": "ls"}),
+            output: None,
+            is_error: None,
+        }));
+        records.push(rec(Body::CodeResult {
+            run_id: "r".into(),
+            call_id: "x1".into(),
+            seq: 0,
             output: "a secret output".into(),
             is_error: false,
         }));

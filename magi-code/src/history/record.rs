@@ -172,6 +172,22 @@ pub enum Body {
         name: String,
         /// Its input as the code gave it.
         input: Value,
+        /// What the code got, in older histories only (now a [`Body::CodeResult`] follows).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        /// Whether it threw, in older histories only.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        is_error: Option<bool>,
+    },
+    /// How a nested call of a Code Mode cell ended (`decisions.md` 52): appended when it
+    /// ends, after its [`Body::CodeCall`], paired with it by `call_id` and `seq`.
+    CodeResult {
+        /// The turn.
+        run_id: String,
+        /// The `exec` call whose cell made the call.
+        call_id: String,
+        /// The call's place among that cell's calls.
+        seq: u64,
         /// What the code got: the output, or the error's message.
         output: String,
         /// Whether it threw (refused, failed or cut short).
@@ -421,6 +437,13 @@ impl Body {
                 seq: count(m, "seq")?,
                 name: req(m, "name")?,
                 input: any(m, "input")?,
+                output: opt(m, "output")?,
+                is_error: present_bool(m, "is_error")?,
+            },
+            "code_result" => Self::CodeResult {
+                run_id: req(m, "run_id")?,
+                call_id: req(m, "call_id")?,
+                seq: count(m, "seq")?,
                 output: req(m, "output")?,
                 is_error: present_bool(m, "is_error")?.ok_or(HistoryError::Invalid)?,
             },
@@ -504,6 +527,7 @@ impl Record {
             | Body::ToolCall { run_id, .. }
             | Body::ToolResult { run_id, .. }
             | Body::CodeCall { run_id, .. }
+            | Body::CodeResult { run_id, .. }
             | Body::ProviderItem { run_id, .. }
             | Body::Usage { run_id, .. } => Some(run_id),
             _ => None,
@@ -671,6 +695,22 @@ mod tests {
                 seq: 3,
                 name: "read_file".into(),
                 input: json!({"path": "a"}),
+                output: None,
+                is_error: None,
+            },
+            Body::CodeCall {
+                run_id: "r".into(),
+                call_id: "x1".into(),
+                seq: 2,
+                name: "read_file".into(),
+                input: json!({"path": "a"}),
+                output: Some("an older history's call".into()),
+                is_error: Some(false),
+            },
+            Body::CodeResult {
+                run_id: "r".into(),
+                call_id: "x1".into(),
+                seq: 3,
                 output: "denied by policy".into(),
                 is_error: true,
             },
@@ -751,8 +791,16 @@ mod tests {
                 json!({"type":"code_call","call_id":"x","seq":-1,"name":"n","input":{},"output":"o","is_error":false}),
             ),
             base(
-                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","input":{},"output":"o"}),
+                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","input":{},"output":1}),
             ),
+            base(
+                json!({"type":"code_call","call_id":"x","seq":0,"name":"n","input":{},"is_error":null}),
+            ),
+            base(json!({"type":"code_result","call_id":"x","seq":0,"output":"o"})),
+            base(json!({"type":"code_result","call_id":"x","seq":-1,"output":"o","is_error":true})),
+            base(json!({"type":"code_result","call_id":"x","output":"o","is_error":true})),
+            base(json!({"type":"code_result","seq":0,"output":"o","is_error":true})),
+            base(json!({"type":"code_result","call_id":"x","seq":0,"is_error":true})),
             base(
                 json!({"type":"code_call","call_id":"x","seq":0,"name":"n","output":"o","is_error":true}),
             ),

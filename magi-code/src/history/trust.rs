@@ -87,7 +87,7 @@ impl Trust {
         match sniff_type(line) {
             Some(b"tool_result") => replayed || file_call,
             Some(b"provider_item") => replayed,
-            Some(b"code_call") => false,
+            Some(b"code_call" | b"code_result") => false,
             // A call can name a written file only if a file tool's name is in it at all.
             Some(b"tool_call") => {
                 replayed

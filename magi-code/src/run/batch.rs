@@ -155,6 +155,8 @@ pub enum Wait {
     PostHook { hook: usize, ok: bool },
     /// The step's records' append.
     Stored,
+    /// A cell's nested calls' `code_call` records being stored before any of them runs.
+    Recorded,
     /// The records so far being stored before the cell of `exec` starts (a crash mid-cell
     /// then leaves the call on disk, answered at replay).
     CellStored(Box<Cell>, CellJob),

@@ -19,7 +19,7 @@ use crate::config::Policy;
 use crate::history::{Body, Item};
 use crate::mcp::Lost;
 use crate::tools::{ToolClass, ToolDetails, ToolKind, ToolOutcome};
-use crate::wire::events::{ApprovalRequestedData, ClientToolCancelData};
+use crate::wire::events::ApprovalRequestedData;
 use crate::wire::{DiagnosticCode, Event};
 use protocol_core::limits::{APPROVAL_EXPIRY_MS, RUN_ACTIVITIES};
 use protocol_core::ErrorCode;
@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 pub const CONCURRENT_READS: usize = 4;
 
 /// Runs the moves until the calls wait or end.
-fn run(sh: &mut Shared, mut step: Step) -> CallsNext {
+pub(super) fn run(sh: &mut Shared, mut step: Step) -> CallsNext {
     loop {
         step = match step {
             Step::Out(next) => return next,
@@ -52,21 +52,9 @@ pub fn start_calls(
     run(sh, Step::Go(c, Todo::Batch))
 }
 
-/// Runs calls a cell's code issued (`list[i]` is `from.calls[i]`), through the pipeline of
-/// direct calls, batched as they are: answered with [`CallsNext::Answered`] (now or after
-/// their waits), never stored as a step.
-pub fn start_nested(sh: &mut Shared, from: Nested, list: Vec<(String, Value)>) -> CallsNext {
-    let list = list
-        .into_iter()
-        .map(|(name, input)| (from.call_id.clone(), name, input))
-        .collect();
-    let c = calls(Vec::new(), list, Some(from));
-    run(sh, Step::Go(c, Todo::Batch))
-}
-
 /// The calls of `list`; each joins the turn's runaway row when its batch is formed, so a
 /// cell's nested calls join it right after their `exec` call, before the step's next calls.
-fn calls(
+pub(super) fn calls(
     step_items: Vec<Item>,
     list: Vec<(String, String, Value)>,
     nested: Option<Nested>,
@@ -147,7 +135,7 @@ fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     while c.slots.len() < c.n {
         let i = c.at + c.slots.len();
         let (call_id, name, input) = c.list[i].clone();
-        // A nested call's one record is its `code_call`, once it is answered.
+        // A nested call's records are its `code_call` (stored before it runs) and result.
         if !nested {
             let record = sh.voice.record(Body::ToolCall {
                 run_id: sh.cfg.run_id.clone(),
@@ -291,6 +279,10 @@ fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
 /// step's records so far (`exec`'s `tool_call` among them) are stored; code over 256 KiB
 /// never runs.
 fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
+    if sh.degraded {
+        // An earlier cell's record was lost: nothing more is stored or run.
+        return Step::Out(CallsNext::Finish(End::Failed(ErrorCode::PersistenceFailed)));
+    }
     let refused = match (&sh.cfg.code, check_size(&code)) {
         (_, Err(why)) => why,
         (None, Ok(())) => "exec refused: Code Mode is off",
@@ -353,6 +345,7 @@ pub fn on_call_input(sh: &mut Shared, c: Box<Calls>, input: Input) -> CallsNext 
             post_hook_ended(sh, c, hook, ok, end)
         }
         (Input::ToolsEnded(ends), Wait::Tools(_)) => tools_ended(sh, c, ends),
+        (Input::Appended(r), Wait::Recorded) => super::nested::recorded(sh, c, r),
         (
             Input::ClientResult {
                 call_id,
@@ -437,7 +430,7 @@ fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
         c.runs.push(run);
     }
     if c.nested.is_some() {
-        nested_answered(sh, &mut c);
+        super::nested::answered(sh, &mut c);
         return Step::Go(c, Todo::Batch);
     }
     for ((call_id, _, _), run) in c.list[c.at..c.at + c.n].iter().zip(c.runs.drain(..)) {
@@ -457,67 +450,13 @@ fn complete_batch(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     Step::Go(c, Todo::Batch)
 }
 
-/// The batch's nested calls' `code_call` records (in issue order) and answers for the cell.
-fn nested_answered(sh: &mut Shared, c: &mut Calls) {
-    let Some(from) = c.nested.as_mut() else {
-        return;
-    };
-    let runs = std::mem::take(&mut c.runs);
-    for (i, run) in (c.at..c.at + c.n).zip(runs) {
-        let (Some((_, name, input)), Some(n)) = (c.list.get(i), from.calls.get(i)) else {
-            continue;
-        };
-        let record = sh.voice.record(Body::CodeCall {
-            run_id: sh.cfg.run_id.clone(),
-            call_id: from.call_id.clone(),
-            seq: n.seq,
-            name: name.clone(),
-            input: input.clone(),
-            output: run.output.clone(),
-            is_error: run.is_error,
-        });
-        sh.records.push(record);
-        from.answers.push((n.call, run));
-    }
-}
-
-/// Ends a nested call in flight now, as cancelled (its cell ended under it): its final
-/// activity, a `client.tool.cancel` if the client runs it, and its `code_call` record.
-/// The caller holds the run cancelled meanwhile, so that a call not started is too.
-pub fn abandon(sh: &mut Shared, mut c: Box<Calls>) -> CallsNext {
-    if let Wait::Client { id, .. } = &c.wait {
-        let (session_id, run_id) = sh.voice.ids();
-        let call_id = id.clone();
-        sh.voice
-            .critical(Event::ClientToolCancel(ClientToolCancelData {
-                session_id,
-                run_id,
-                call_id,
-            }));
-    }
-    if c.done < c.n {
-        if let Some(p) = c.current.take() {
-            c.slots.push(Slot::Started(Box::new(p)));
-        }
-        for slot in c.slots.iter_mut().skip(c.done) {
-            if let Slot::Started(p) = slot {
-                p.refuse("cancelled", ToolErrorCode::Cancelled);
-            }
-        }
-        c.slots.resize_with(c.n, || Slot::Skipped);
-        c.outcomes.resize_with(c.n, || None);
-        for o in c.outcomes.iter_mut().skip(c.done) {
-            *o = None;
-        }
-    }
-    c.post = None;
-    c.wait = Wait::Nothing;
-    run(sh, Step::Go(c, Todo::Complete))
-}
-
 /// Every call is answered: the step goes into the conversation and its records are stored
 /// before the next request (a crash leaves whole steps).
 fn calls_done(sh: &mut Shared, mut c: Box<Calls>) -> Step {
+    if sh.degraded {
+        // A cell's record was lost: nothing more is stored (replay answers the call).
+        return Step::Out(CallsNext::Finish(End::Failed(ErrorCode::PersistenceFailed)));
+    }
     sh.content.charge(&sh.records);
     sh.items.append(&mut c.step_items);
     sh.items.append(&mut c.results);

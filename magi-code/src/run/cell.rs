@@ -1,5 +1,5 @@
 //! A Code Mode cell as the wait of its `exec` call (`code-mode.md` 4): the nested calls its
-//! code issues, run through the direct calls' pipeline (`calls::start_nested`) in issue
+//! code issues, run through the direct calls' pipeline (`nested::start_nested`) in issue
 //! order — the calls the helper sent together as one batch, so that read-class calls that
 //! need no approval run concurrently (up to 4), later ones queued; its wall clock, which stops
 //! while a nested call awaits its approval; its interrupt on timeout or cancellation; and its
@@ -10,6 +10,7 @@ use super::call::ToolRun;
 use super::calls;
 use super::io::CellTool;
 use super::io::{CodeResult, Input, InterruptReason, Output};
+use super::nested;
 use super::shared::Shared;
 use crate::codemode::decl::{declaration, DESCRIBE_BYTES, EXEC};
 use crate::codemode::text::{result_text, CellState, ToolErrorCode};
@@ -44,7 +45,6 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
         Input::CellEnded {
             state,
             output,
-            calls,
             elapsed_ms,
         } => {
             drain(sh, &mut cell);
@@ -53,7 +53,8 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
             } else {
                 vec![output]
             };
-            let text = result_text(state, elapsed_ms, u64::from(calls), &lines);
+            // N is the cell's `code_call` records (`decisions.md` 52), whatever the helper counted.
+            let text = result_text(state, elapsed_ms, cell.issued, &lines);
             if let Some(o) = c.outcomes.first_mut() {
                 *o = Some(ToolOutcome {
                     ok: state == CellState::Completed,
@@ -70,7 +71,7 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
             input,
             more,
             refused,
-        } => {
+        } if within(&cell) => {
             cell.queue.push_back(Queued {
                 call,
                 name,
@@ -84,7 +85,20 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
                 return CallsNext::Wait(c);
             }
         }
+        Input::CodeCall { call, more, .. } => {
+            // Past `max_calls`: thrown at once, with no record and no activity.
+            let why = format!("limit: a cell makes at most {} tool calls", cell.max_calls);
+            let result = Err((ToolErrorCode::Limit, why));
+            sh.push(Output::CodeAnswer { call, result });
+            cell.gathering = more;
+        }
+        Input::CellStopped => {
+            // The helper ended the cell under its calls: they are cut short at once.
+            cell.interrupted.get_or_insert(InterruptReason::Timeout);
+            route(sh, &mut cell, Input::Tick);
+        }
         input @ (Input::Tick
+        | Input::Appended(_)
         | Input::Approval { .. }
         | Input::HookEnded(_)
         | Input::ToolsEnded(_)
@@ -92,8 +106,15 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
         _ => {}
     }
     issue(sh, &mut cell);
+    interrupt_if_due(sh, &mut cell);
     c.wait = Wait::Cell(cell);
     CallsNext::Wait(c)
+}
+
+/// Whether the cell may issue one more call: its `seq` is below `max_calls`.
+fn within(cell: &Cell) -> bool {
+    let queued = u64::try_from(cell.queue.len()).unwrap_or(u64::MAX);
+    cell.issued.saturating_add(queued) < u64::from(cell.max_calls)
 }
 
 /// Runs `f` with the run held cancelled when `cancel`: a nested call of an interrupted
@@ -116,7 +137,9 @@ fn interrupt_if_due(sh: &mut Shared, cell: &mut Cell) {
         .started
         .saturating_add(cell.timeout_ms)
         .saturating_add(cell.paused);
-    let why = if sh.cancelled {
+    // A record that could not be stored ends the cell as a cancellation would: the run
+    // ends degraded once it is over.
+    let why = if sh.cancelled || sh.degraded {
         InterruptReason::Cancel
     } else if cell.paused_since.is_none() && sh.now >= end {
         InterruptReason::Timeout
@@ -160,7 +183,7 @@ fn start(sh: &mut Shared, cell: &mut Cell, cancel: bool) -> CallsNext {
         cell.issued += 1;
         let refuse = match q.refused {
             Some((code, why)) => Some((why, code)),
-            None => refusal(sh, cell.max_calls, seq, &q.name),
+            None => refusal(sh, &q.name),
         };
         from.calls.push(NestedCall {
             call: q.call,
@@ -169,16 +192,12 @@ fn start(sh: &mut Shared, cell: &mut Cell, cancel: bool) -> CallsNext {
         });
         list.push((q.name, q.input));
     }
-    held(sh, cancel, |sh| calls::start_nested(sh, from, list))
+    held(sh, cancel, |sh| nested::start_nested(sh, from, list))
 }
 
-/// Why the cell refuses call `seq` to `name` before its policy: past `max_calls`, or not
-/// reachable from code (`exec` itself, or a tool the cell's list leaves out).
-fn refusal(sh: &Shared, max_calls: u32, seq: u64, name: &str) -> Option<(String, ToolErrorCode)> {
-    if seq >= u64::from(max_calls) {
-        let why = format!("limit: a cell makes at most {max_calls} tool calls");
-        return Some((why, ToolErrorCode::Limit));
-    }
+/// Why the cell refuses a call to `name` before its policy: not reachable from code (`exec`
+/// itself, or a tool the cell's list leaves out).
+fn refusal(sh: &Shared, name: &str) -> Option<(String, ToolErrorCode)> {
     let reachable = sh
         .cfg
         .code
@@ -227,10 +246,10 @@ fn answered(run: ToolRun) -> CodeResult {
 }
 
 /// The cell ended: the calls in flight and those queued end cancelled (each still gets its
-/// `code_call` record), unanswered, since no code waits for them any more.
+/// `code_call` and `code_result` records), unanswered, since no code waits for them any more.
 fn drain(sh: &mut Shared, cell: &mut Cell) {
     if let Some(inner) = cell.inner.take() {
-        let next = held(sh, true, |sh| calls::abandon(sh, inner));
+        let next = held(sh, true, |sh| nested::abandon(sh, inner));
         settle(sh, cell, next, false);
     }
     if !cell.queue.is_empty() {

@@ -309,6 +309,7 @@ impl Fuzz {
                 part: u64::from(d.byte()),
                 text: d.text(),
             }),
+            21 if d.byte().is_multiple_of(4) => Input::CellStopped,
             22 => self.code_call(d),
             23 => Input::CellEnded {
                 state: [
@@ -319,7 +320,6 @@ impl Fuzz {
                     CellState::Cancelled,
                 ][usize::from(d.byte() % 5)],
                 output: d.text(),
-                calls: u32::from(d.byte()),
                 elapsed_ms: u64::from(d.byte()) * 100,
             },
             _ => Input::Model(model_misc(d)),
@@ -523,7 +523,6 @@ impl Fuzz {
                 self.feed(Input::CellEnded {
                     state: CellState::Cancelled,
                     output: String::new(),
-                    calls: 0,
                     elapsed_ms: 0,
                 });
                 self.cell_open = false;

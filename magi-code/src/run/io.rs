@@ -302,11 +302,12 @@ pub enum Input {
         state: CellState,
         /// Its output lines (console, `text()`, the returned value or the error), LF-joined.
         output: String,
-        /// Nested calls the code issued, refused ones included.
-        calls: u32,
         /// From its start to its end, approval waits included.
         elapsed_ms: u64,
     },
+    /// The running cell's helper ended it (its CPU time ran out, or it died) while nested
+    /// calls were in flight: they are cut short as an interrupt would cut them.
+    CellStopped,
     /// The client answered approval `approval_id`.
     Approval {
         /// The approval.

@@ -216,6 +216,11 @@ impl Run {
                 let next = compacting::stored(&mut self.sh, c, r);
                 self.after_compaction(next)
             }
+            // A cell's nested calls wait for their `code_call` records.
+            Phase::Calls(c) if c.in_cell() => {
+                let next = cell::on_input(&mut self.sh, c, Input::Appended(r));
+                self.after_calls(next)
+            }
             Phase::Calls(c) => {
                 let next = calls::step_stored(&mut self.sh, c, r);
                 self.after_calls(next)

@@ -17,6 +17,7 @@ pub mod fuzzing;
 pub mod hooks;
 pub mod io;
 pub mod machine;
+pub mod nested;
 pub mod outcome;
 pub mod repeats;
 pub mod segment;

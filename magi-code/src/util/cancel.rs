@@ -2,6 +2,7 @@
 //! through hooks (closing a connection, killing a process group).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 type Hook = Arc<dyn Fn() + Send + Sync>;
@@ -103,6 +104,82 @@ impl Cancel {
     }
 }
 
+/// What an [`Alarm`]'s thread watches: the armed deadline, and whether the alarm is dropped.
+#[derive(Default)]
+struct Armed {
+    at: Option<Instant>,
+    closed: bool,
+}
+
+/// Cancels its target once an armed deadline passes: one thread serves every wait it is
+/// armed for (a cell's nested calls), so a blocking tool is cut at its cell's clock.
+pub struct Alarm {
+    armed: Arc<(Mutex<Armed>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Alarm {
+    /// An alarm that cancels `target`; disarmed.
+    ///
+    /// # Errors
+    /// When its thread cannot be started.
+    pub fn start(target: Arc<Cancel>) -> std::io::Result<Self> {
+        let armed = Arc::new((Mutex::new(Armed::default()), Condvar::new()));
+        let watched = Arc::clone(&armed);
+        let thread = std::thread::Builder::new()
+            .name("alarm".into())
+            .spawn(move || ring(&watched, &target))?;
+        Ok(Self {
+            armed,
+            thread: Some(thread),
+        })
+    }
+
+    /// Arms the alarm for `at`, or disarms it with `None`.
+    pub fn arm(&self, at: Option<Instant>) {
+        let (m, cv) = &*self.armed;
+        m.lock().unwrap_or_else(PoisonError::into_inner).at = at;
+        cv.notify_all();
+    }
+}
+
+impl Drop for Alarm {
+    fn drop(&mut self) {
+        let (m, cv) = &*self.armed;
+        m.lock().unwrap_or_else(PoisonError::into_inner).closed = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            // A panic in the alarm thread has nothing left to report.
+            drop(t.join());
+        }
+    }
+}
+
+/// The alarm thread: waits for the armed deadline and cancels `target` once it passes.
+fn ring(armed: &(Mutex<Armed>, Condvar), target: &Cancel) {
+    let (m, cv) = armed;
+    let mut g = m.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        if g.closed {
+            return;
+        }
+        let now = Instant::now();
+        g = match g.at {
+            Some(at) if now >= at => {
+                drop(g);
+                target.cancel();
+                return;
+            }
+            Some(at) => {
+                cv.wait_timeout(g, at - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+            None => cv.wait(g).unwrap_or_else(PoisonError::into_inner),
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +206,21 @@ mod tests {
         });
         assert_eq!(n.load(Ordering::SeqCst), 101, "a late hook runs at once");
         assert!(!c.sleep(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn an_alarm_cancels_only_once_armed_and_past() {
+        let target = Arc::new(Cancel::default());
+        let alarm = Alarm::start(Arc::clone(&target)).unwrap();
+        alarm.arm(Some(Instant::now() + Duration::from_secs(3600)));
+        alarm.arm(None);
+        assert!(!target.is_cancelled());
+        alarm.arm(Some(Instant::now()));
+        // The thread rings for a deadline already past; a wait on the target ends with it.
+        assert!(!target.sleep(Duration::from_secs(60)));
+        drop(alarm);
+        let quiet = Arc::new(Cancel::default());
+        drop(Alarm::start(Arc::clone(&quiet)).unwrap());
+        assert!(!quiet.is_cancelled(), "a dropped alarm never rings");
     }
 }

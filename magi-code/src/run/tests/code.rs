@@ -9,10 +9,13 @@ use crate::config::{Hook, Hooks, Policy};
 use crate::history::{ActivityState, Body, Item, RunOutcome};
 use crate::providers::ModelEvent;
 use crate::run::fuzzing::{config, with_code, CLIENT_TOOL};
-use crate::run::{CodeResult, Config, Input, InterruptReason, Output, State, ToolEnd, Waiting};
+use crate::run::{
+    CodeResult, Config, Input, InterruptReason, Output, Persistence, State, ToolEnd, Waiting,
+};
 use crate::tools::ToolOutcome;
 use crate::wire::Event;
 use protocol_core::limits::APPROVAL_EXPIRY_MS;
+use protocol_core::ErrorCode;
 use serde_json::{json, Value};
 
 const T0: u64 = 1_000;
@@ -83,21 +86,21 @@ pub(super) fn batches(h: &Harness) -> Vec<usize> {
         .collect()
 }
 
-pub(super) fn ended(h: &mut Harness, state: CellState, output: &str, calls: u32) {
+pub(super) fn ended(h: &mut Harness, state: CellState, output: &str) {
     h.feed(Input::CellEnded {
         state,
         output: output.into(),
-        calls,
         elapsed_ms: h.now - T0,
     });
     h.pump();
 }
 
-/// The stored `code_call` records: seq, name, output, is_error; each names `x1`.
+/// The stored nested calls: seq, name, output, is_error; each names `x1`, its `code_call`
+/// (without output) stored before its `code_result`, paired by `seq`.
 pub(super) fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
-    h.store
-        .iter()
-        .filter_map(|r| match &r.body {
+    let mut calls: Vec<(u64, String, Option<(String, bool)>)> = Vec::new();
+    for r in &h.store {
+        match &r.body {
             Body::CodeCall {
                 call_id,
                 seq,
@@ -107,9 +110,35 @@ pub(super) fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
                 ..
             } => {
                 assert_eq!(call_id, "x1");
-                Some((*seq, name.clone(), output.clone(), *is_error))
+                assert_eq!(
+                    (output, is_error),
+                    (&None, &None),
+                    "a new code_call has no output"
+                );
+                assert!(calls.iter().all(|c| c.0 != *seq), "one code_call per seq");
+                calls.push((*seq, name.clone(), None));
             }
-            _ => None,
+            Body::CodeResult {
+                call_id,
+                seq,
+                output,
+                is_error,
+                ..
+            } => {
+                assert_eq!(call_id, "x1");
+                let c = calls.iter_mut().find(|c| c.0 == *seq);
+                let c = c.expect("a code_result follows its code_call");
+                assert!(c.2.is_none(), "one code_result per call");
+                c.2 = Some((output.clone(), *is_error));
+            }
+            _ => {}
+        }
+    }
+    calls
+        .into_iter()
+        .map(|(seq, name, end)| {
+            let (output, is_error) = end.expect("every stored code_call has its code_result");
+            (seq, name, output, is_error)
         })
         .collect()
 }
@@ -155,7 +184,7 @@ fn two_nested_reads_are_answered_in_issue_order_with_code_call_records() {
         ]
     );
     h.now = T0 + 1_234;
-    ended(&mut h, CellState::Completed, "two files", 2);
+    ended(&mut h, CellState::Completed, "two files");
     let (output, is_error) = h.result_of("x1");
     assert_eq!(output, "exec completed\nin 1.2 s, 2 tool calls\ntwo files");
     assert!(!is_error);
@@ -200,7 +229,7 @@ fn direct_deny_does_not_stop_a_call_from_code() {
     let mut h = cell(cfg, vec![]);
     code_call(&mut h, 1, "read_file", json!({"path": "a"}));
     assert_eq!(h.answers, [(1, Ok("out of read_file".to_owned()))]);
-    ended(&mut h, CellState::Completed, "", 1);
+    ended(&mut h, CellState::Completed, "");
     assert_eq!(h.jobs.len(), 1);
 }
 
@@ -222,7 +251,7 @@ fn code_deny_stops_a_call_that_a_direct_allow_would_run() {
         h.answers
     );
     assert!(h.jobs.is_empty(), "the nested read never ran");
-    ended(&mut h, CellState::Failed, "ToolError: denied", 1);
+    ended(&mut h, CellState::Failed, "ToolError: denied");
     // The direct read after exec runs under the direct policy (allow).
     assert_eq!(h.jobs.len(), 1);
     assert_eq!(h.result_of("d1").0, "out of read_file");
@@ -278,7 +307,7 @@ fn the_cell_clock_stops_while_a_nested_call_awaits_its_approval() {
     h.feed(Input::Tick);
     h.pump();
     assert_eq!(h.interrupts.len(), 1);
-    ended(&mut h, CellState::TimedOut, "", 1);
+    ended(&mut h, CellState::TimedOut, "");
     let (output, is_error) = h.result_of("x1");
     assert_eq!(output.lines().next(), Some("exec timed out"));
     assert!(is_error);
@@ -287,7 +316,7 @@ fn the_cell_clock_stops_while_a_nested_call_awaits_its_approval() {
 }
 
 #[test]
-fn the_max_calls_th_call_runs_and_the_next_is_limit() {
+fn the_max_calls_th_call_runs_and_the_next_is_limit_with_no_record() {
     let mut h = cell(code_config(CodePolicies::default(), 2), vec![]);
     for n in 0..3 {
         code_call(&mut h, n, "read_file", json!({ "path": format!("f{n}") }));
@@ -299,12 +328,35 @@ fn the_max_calls_th_call_runs_and_the_next_is_limit() {
         "{:?}",
         h.answers
     );
-    ended(&mut h, CellState::Completed, "", 3);
+    ended(&mut h, CellState::Completed, "");
+    // Past `max_calls` (decisions.md 52): no record, no activity, and N counts the records.
     let calls = code_calls(&h);
-    assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2]);
-    assert!(calls[2].3);
-    // The refused call has its activity too.
-    assert_eq!(finals(&h, "read_file").len(), 3);
+    assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(finals(&h, "read_file").len(), 2);
+    let (output, _) = h.result_of("x1");
+    assert_eq!(output.lines().nth(1), Some("in 0.0 s, 2 tool calls"));
+}
+
+#[test]
+fn a_failed_code_call_append_runs_no_call_and_ends_the_run_degraded() {
+    let mut h = cell(code_config(CodePolicies::default(), 5), vec![]);
+    let appends = h.appends.len();
+    h.fail = Box::new(move |n, _| (n == appends).then_some(ErrorCode::PersistenceFailed));
+    code_call(&mut h, 0, "read_file", json!({"path": "f0"}));
+    assert!(
+        h.jobs.is_empty(),
+        "a call whose record is not stored never runs"
+    );
+    assert!(
+        err(ToolErrorCode::Failed)(&h.answers[0].1),
+        "{:?}",
+        h.answers
+    );
+    assert_eq!(h.interrupts, [InterruptReason::Cancel]);
+    ended(&mut h, CellState::Cancelled, "");
+    let end = h.the_end();
+    assert_eq!(end.persistence, Persistence::Degraded);
+    assert_eq!(end.error_code, Some(ErrorCode::PersistenceFailed));
 }
 
 #[test]
@@ -318,7 +370,7 @@ fn exec_itself_and_names_not_offered_are_unknown_tools() {
         .iter()
         .all(|(_, r)| err(ToolErrorCode::UnknownTool)(r)));
     assert_eq!(h.answers.len(), 2);
-    ended(&mut h, CellState::Completed, "", 2);
+    ended(&mut h, CellState::Completed, "");
     let calls = code_calls(&h);
     assert_eq!(
         (calls[0].1.as_str(), calls[1].1.as_str()),
@@ -378,7 +430,7 @@ fn a_cell_times_out_at_exactly_its_wall_clock() {
     code_call(&mut h, 1, "read_file", json!({"path": "a"}));
     assert!(err(ToolErrorCode::Cancelled)(&h.answers[0].1));
     assert!(h.jobs.is_empty());
-    ended(&mut h, CellState::TimedOut, "", 1);
+    ended(&mut h, CellState::TimedOut, "");
     assert!(h
         .result_of("x1")
         .0
@@ -409,7 +461,7 @@ fn cancel_during_a_nested_shell_call_interrupts_and_cancels_it() {
         "{:?}",
         h.answers
     );
-    ended(&mut h, CellState::Cancelled, "", 1);
+    ended(&mut h, CellState::Cancelled, "");
     assert_eq!(h.result_of("x1").0.lines().next(), Some("exec cancelled"));
     assert_eq!(h.the_end().outcome, RunOutcome::Cancelled);
     assert_eq!(h.requests.len(), 1, "no step after the cancel");
@@ -427,7 +479,7 @@ fn cancel_while_a_nested_call_awaits_approval_ends_the_wait() {
     assert_eq!(h.interrupts, [InterruptReason::Cancel]);
     assert!(h.run.waiting().is_none());
     assert!(err(ToolErrorCode::Cancelled)(&h.answers[0].1));
-    ended(&mut h, CellState::Cancelled, "", 1);
+    ended(&mut h, CellState::Cancelled, "");
     assert_eq!(h.the_end().outcome, RunOutcome::Cancelled);
 }
 
@@ -437,7 +489,7 @@ fn a_cell_that_ends_under_its_nested_call_cancels_it() {
     h.hold_tools = true;
     code_call(&mut h, 1, "read_file", json!({"path": "a"}));
     code_call(&mut h, 2, "read_file", json!({"path": "b"}));
-    ended(&mut h, CellState::Failed, "Error: gone", 2);
+    ended(&mut h, CellState::Failed, "Error: gone");
     assert!(h.answers.is_empty(), "no code waits for them");
     let calls = code_calls(&h);
     assert_eq!(calls.len(), 2, "each call issued has its record");
@@ -480,7 +532,7 @@ fn a_blocking_hook_and_a_failing_tool_throw_blocked_and_failed() {
         (2, Err((ToolErrorCode::Failed, "not found".to_owned())))
     );
     h.hold_tools = false;
-    ended(&mut h, CellState::Completed, "", 2);
+    ended(&mut h, CellState::Completed, "");
     assert_eq!(finals(&h, "grep")[0].0, ActivityState::Failed);
     let nested = finals(&h, "read_file");
     assert_eq!(nested[0].0, ActivityState::Failed);
@@ -509,7 +561,7 @@ fn a_nested_client_tool_is_asked_and_a_cell_end_cancels_it() {
     let Some(Waiting::ClientCall(second)) = h.run.waiting() else {
         panic!("not asking the client");
     };
-    ended(&mut h, CellState::Failed, "", 2);
+    ended(&mut h, CellState::Failed, "");
     let told = h
         .events()
         .into_iter()
@@ -540,7 +592,7 @@ fn nested_calls_join_the_runaway_row_after_their_exec_call() {
     code_call(&mut h, 1, "read_file", same.clone());
     code_call(&mut h, 2, "read_file", same);
     assert!(h.answers.iter().all(|(_, r)| r.is_ok()), "{:?}", h.answers);
-    ended(&mut h, CellState::Completed, "", 2);
+    ended(&mut h, CellState::Completed, "");
     let (output, is_error) = h.result_of("d1");
     assert!(
         is_error && output.starts_with("refused: you repeated"),

@@ -42,7 +42,7 @@ fn reads_sent_together_run_four_at_a_time_and_others_alone_in_issue_order() {
     assert_eq!(batches(&h), [4, 2, 1, 1, 1]);
     let answered: Vec<u64> = h.answers.iter().skip(6).map(|(c, _)| *c).collect();
     assert_eq!(answered, [20, 21, 22]);
-    ended(&mut h, CellState::Completed, "", 9);
+    ended(&mut h, CellState::Completed, "");
     let seqs: Vec<u64> = code_calls(&h).iter().map(|c| c.0).collect();
     assert_eq!(seqs, (0..9).collect::<Vec<_>>());
     calls_answered(&h.store).unwrap();
@@ -73,7 +73,7 @@ fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
             (2, Err((ToolErrorCode::Limit, "refused 2".to_owned())))
         ]
     );
-    ended(&mut h, CellState::Completed, "", 2);
+    ended(&mut h, CellState::Completed, "");
     let calls = code_calls(&h);
     assert_eq!(
         calls,

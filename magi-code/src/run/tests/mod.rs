@@ -286,11 +286,10 @@ impl Harness {
 
     /// The played helper's cell ends in `state`.
     fn end_cell(&mut self, state: CellState) {
-        if let Some((_, calls)) = self.open_cell.take() {
+        if self.open_cell.take().is_some() {
             self.feed(Input::CellEnded {
                 state,
                 output: String::new(),
-                calls,
                 elapsed_ms: 0,
             });
         }

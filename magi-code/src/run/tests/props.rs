@@ -276,10 +276,13 @@ fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Each cell's `code_call` records come after its `exec` call, `seq` from 0 without gaps;
-/// a cell whose `exec` has its result has one record per call its code issued.
+/// Each cell's `code_call` records come after its `exec` call, `seq` from 0 without gaps,
+/// each `code_result` after its `code_call` (once); a cell whose `exec` has its result has
+/// one `code_call` per call its code issued within `max_calls`, each with its result.
 fn code_calls_in_order(store: &[Record]) -> Result<(), String> {
-    let mut seqs: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    use std::collections::{HashMap, HashSet};
+    let mut seqs: HashMap<&str, u64> = HashMap::new();
+    let mut ended: HashSet<(&str, u64)> = HashSet::new();
     for r in store {
         match &r.body {
             Body::ToolCall { call_id, name, .. } if name == "exec" => {
@@ -294,6 +297,14 @@ fn code_calls_in_order(store: &[Record]) -> Result<(), String> {
                 }
                 *next += 1;
             }
+            Body::CodeResult { call_id, seq, .. } => {
+                let issued = seqs.get(call_id.as_str()).copied().unwrap_or(0);
+                if *seq >= issued || !ended.insert((call_id.as_str(), *seq)) {
+                    return Err(format!(
+                        "{call_id}: code_result {seq} without its code_call"
+                    ));
+                }
+            }
             Body::ToolResult {
                 call_id, output, ..
             } if seqs.contains_key(call_id.as_str()) => {
@@ -304,6 +315,10 @@ fn code_calls_in_order(store: &[Record]) -> Result<(), String> {
                     && !output.contains(&format!("s, {n} tool calls"))
                 {
                     return Err(format!("{call_id}: {n} records for {output:?}"));
+                }
+                let done = ended.iter().filter(|e| e.0 == call_id.as_str()).count();
+                if cell && u64::try_from(done).ok() != Some(n) {
+                    return Err(format!("{call_id}: {done} code_results of {n} calls"));
                 }
             }
             _ => {}
