@@ -13,6 +13,7 @@ mod chat_cli;
 mod chat_tui;
 mod client_tools;
 mod code_mode;
+mod code_mode_bounds;
 mod code_mode_nested;
 mod code_mode_text;
 mod code_mode_wire;

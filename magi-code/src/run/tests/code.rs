@@ -98,7 +98,9 @@ pub(super) fn ended(h: &mut Harness, state: CellState, output: &str) {
 /// The stored nested calls: seq, name, output, is_error; each names `x1`, its `code_call`
 /// (without output) stored before its `code_result`, paired by `seq`.
 pub(super) fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
-    let mut calls: Vec<(u64, String, Option<(String, bool)>)> = Vec::new();
+    /// A call's seq and name, and its end once read.
+    type Read = (u64, String, Option<(String, bool)>);
+    let mut calls: Vec<Read> = Vec::new();
     for r in &h.store {
         match &r.body {
             Body::CodeCall {
