@@ -5,7 +5,7 @@
 
 use super::approvals::Decision;
 use super::client;
-use super::emit::{RunOutput, TurnCtx};
+use super::emit::RunOutput;
 use super::params::LoopParams;
 use super::subagent;
 use crate::history::compact::Snapshot;
@@ -436,16 +436,7 @@ impl Driver<'_, '_> {
     /// Runs one `task` call of an open cell: its subagent obeys the cell's `stop`, so the
     /// cell's clock or end cancels it as `turn.cancel` would.
     fn scoped_subagent(&mut self, input: &serde_json::Value, stop: &Cancel) -> ToolOutcome {
-        let ctx = self.out.ctx;
-        let scoped = TurnCtx {
-            rt: ctx.rt.clone(),
-            mcp: ctx.mcp.clone(),
-            session: ctx.session,
-            approvals: ctx.approvals,
-            client_calls: ctx.client_calls,
-            sink: ctx.sink,
-            cancel: stop,
-        };
+        let scoped = self.out.ctx.with_cancel(stop);
         let mut out = RunOutput::new(
             &scoped,
             self.out.session_id.clone(),

@@ -41,6 +41,20 @@ pub struct TurnCtx<'a> {
 }
 
 impl TurnCtx<'_> {
+    /// The same context, cut short by `cancel` instead (a `task` call of an open cell).
+    #[must_use]
+    pub fn with_cancel<'b>(&'b self, cancel: &'b Cancel) -> TurnCtx<'b> {
+        TurnCtx {
+            rt: self.rt.clone(),
+            mcp: self.mcp.clone(),
+            session: self.session,
+            approvals: self.approvals,
+            client_calls: self.client_calls,
+            sink: self.sink,
+            cancel,
+        }
+    }
+
     /// The session state, even if a panicking holder poisoned it.
     pub fn state(&self) -> MutexGuard<'_, SessionState> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)

@@ -1,11 +1,11 @@
 //! A Code Mode cell as the wait of its `exec` call (`code-mode.md` 4): the nested calls its
-//! code issues, run through the direct calls' pipeline (`nested::start_nested`) in issue
+//! code issues, run through the direct calls' pipeline (`start_nested`) in issue
 //! order — the calls the helper sent together as one batch, so that read-class calls that
 //! need no approval run concurrently (up to 4), later ones queued; its wall clock, which stops
 //! while a nested call awaits its approval; its interrupt on timeout or cancellation; and its
 //! end, which becomes `exec`'s outcome before the batch completes as usual.
 
-use super::batch::{Calls, CallsNext, Cell, Nested, NestedCall, Queued, Wait};
+use super::batch::{Calls, CallsNext, Cell, Nested, NestedCall, Queued, Slot, Step, Todo, Wait};
 use super::call::ToolRun;
 use super::calls;
 use super::io::CellTool;
@@ -15,6 +15,9 @@ use super::shared::Shared;
 use crate::codemode::decl::{declaration, DESCRIBE_BYTES, EXEC};
 use crate::codemode::text::{result_text, CellState, ToolErrorCode};
 use crate::tools::{ToolDetails, ToolKind, ToolOutcome, ToolRegistry};
+use crate::wire::events::ClientToolCancelData;
+use crate::wire::Event;
+use serde_json::Value;
 
 /// The tools a cell reaches in `table` (`CodeConfig::tools`): every one but `exec`, those
 /// offered to code only included, in name order (`ALL_TOOLS`'s), each with its `describe`
@@ -192,7 +195,7 @@ fn start(sh: &mut Shared, cell: &mut Cell, cancel: bool) -> CallsNext {
         });
         list.push((q.name, q.input));
     }
-    held(sh, cancel, |sh| nested::start_nested(sh, from, list))
+    held(sh, cancel, |sh| start_nested(sh, from, list))
 }
 
 /// Why the cell refuses a call to `name` before its policy: not reachable from code (`exec`
@@ -249,11 +252,63 @@ fn answered(run: ToolRun) -> CodeResult {
 /// `code_call` and `code_result` records), unanswered, since no code waits for them any more.
 fn drain(sh: &mut Shared, cell: &mut Cell) {
     if let Some(inner) = cell.inner.take() {
-        let next = held(sh, true, |sh| nested::abandon(sh, inner));
+        let next = held(sh, true, |sh| abandon(sh, inner));
         settle(sh, cell, next, false);
     }
     if !cell.queue.is_empty() {
         let next = start(sh, cell, true);
         settle(sh, cell, next, false);
     }
+}
+
+/// Runs calls a cell's code issued (`list[i]` is `from.calls[i]`), through the pipeline of
+/// direct calls, batched as they are: answered with [`CallsNext::Answered`] (now or after
+/// their waits), never stored as a step. Their `code_call` records go out first; none runs
+/// before the driver says they are stored.
+fn start_nested(sh: &mut Shared, from: Nested, list: Vec<(String, Value)>) -> CallsNext {
+    let wait = nested::record_calls(sh, &from, &list);
+    let list = list
+        .into_iter()
+        .map(|(name, input)| (from.call_id.clone(), name, input))
+        .collect();
+    let mut c = calls::calls(Vec::new(), list, Some(from));
+    if !wait {
+        return calls::run(sh, Step::Go(c, Todo::Batch));
+    }
+    c.wait = Wait::Recorded;
+    CallsNext::Wait(c)
+}
+
+/// Ends a nested call in flight now, as cancelled (its cell ended under it): its final
+/// activity, a `client.tool.cancel` if the client runs it, and its `code_result` record.
+/// The caller holds the run cancelled meanwhile, so that a call not started is too.
+fn abandon(sh: &mut Shared, mut c: Box<Calls>) -> CallsNext {
+    if let Wait::Client { id, .. } = &c.wait {
+        let (session_id, run_id) = sh.voice.ids();
+        let call_id = id.clone();
+        sh.voice
+            .critical(Event::ClientToolCancel(ClientToolCancelData {
+                session_id,
+                run_id,
+                call_id,
+            }));
+    }
+    if c.done < c.n {
+        if let Some(p) = c.current.take() {
+            c.slots.push(Slot::Started(Box::new(p)));
+        }
+        for slot in c.slots.iter_mut().skip(c.done) {
+            if let Slot::Started(p) = slot {
+                p.refuse("cancelled", ToolErrorCode::Cancelled);
+            }
+        }
+        c.slots.resize_with(c.n, || Slot::Skipped);
+        c.outcomes.resize_with(c.n, || None);
+        for o in c.outcomes.iter_mut().skip(c.done) {
+            *o = None;
+        }
+    }
+    c.post = None;
+    c.wait = Wait::Nothing;
+    calls::run(sh, Step::Go(c, Todo::Complete))
 }
