@@ -357,6 +357,21 @@ pub fn load(
     Ok(s)
 }
 
+/// Checks one top-level `key` of one file as [`load`] reads that file on its own (`project`:
+/// the project file), so `magi-code doctor` can name every bad key, not just the first.
+///
+/// # Errors
+/// Why the key is invalid.
+pub fn check_key(key: &str, value: &Value, project: bool) -> R<()> {
+    let mut m = Map::new();
+    m.insert(key.to_owned(), value.clone());
+    check_shape(&m)?;
+    if project && key == "hooks" {
+        return Err(Invalid("hooks in project settings"));
+    }
+    interpret(&m, false).map(|_| ())
+}
+
 /// Reads one settings object; `whole` = the merged result, where a configured provider must
 /// be complete (`kind` and `base_url`).
 fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {

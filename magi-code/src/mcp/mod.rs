@@ -15,7 +15,8 @@ pub mod server;
 pub mod tokens;
 
 pub use self::conn::collect_pages;
-use self::conn::{start_one, Connection, Started};
+pub use self::conn::Cause;
+use self::conn::{connect_one, start_one, Connection, Started};
 pub use self::definition::Definition;
 use self::protocol::{Malformed, McpResult, RemoteTool};
 use self::server::CallError;
@@ -332,6 +333,38 @@ impl McpHub {
                 None,
             ),
         }
+    }
+
+    /// Starts each server of `defs` as [`Self::start_all`] would, all at once and each by
+    /// `deadline`, then tears it down: how many tools each listed, or why it could not start
+    /// (`magi-code doctor`).
+    #[must_use]
+    pub fn probe(
+        defs: &[Definition],
+        cwd: &Path,
+        hide: &[String],
+        deadline: Instant,
+    ) -> Vec<Result<usize, Cause>> {
+        let cancel = Cancel::default();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = defs
+                .iter()
+                .map(|d| {
+                    let cancel = &cancel;
+                    scope.spawn(move || {
+                        let (conn, listed) = connect_one(d, cwd, hide, deadline, cancel);
+                        if let Some(c) = conn {
+                            c.shutdown(Instant::now() + ABORT_TEARDOWN);
+                        }
+                        listed.map(|t| t.len())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(Cause::Broke)))
+                .collect()
+        })
     }
 
     /// Tears every server down at once, all by `deadline`.

@@ -247,3 +247,55 @@ fn a_handshake_past_its_deadline_fails_startup_and_leaves_no_process() {
         );
     }
 }
+
+#[test]
+fn a_probe_names_why_each_server_cannot_start_and_stops_those_that_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdio = |name: &str, command: &str, args: &[&str]| {
+        Definition::Stdio(server::StdioDef {
+            name: name.into(),
+            command: command.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: std::collections::BTreeMap::new(),
+        })
+    };
+    let defs = [
+        fake_server("ok", &dir.path().join("ok.pid")),
+        stdio("gone", "/nonexistent/mcp", &[]),
+        stdio("exits", "sh", &["-c", "exit 3"]),
+        fake_server("badversion", &dir.path().join("bad.pid")),
+        stdio("plain", dir.path().to_str().unwrap(), &[]),
+    ];
+    let far = Instant::now() + START_TIMEOUT;
+    let got = McpHub::probe(&defs, dir.path(), &[], far);
+    assert!(matches!(got[0], Ok(n) if n > 0), "{got:?}");
+    assert_eq!(
+        got[1..],
+        [
+            Err(Cause::NotFound),
+            Err(Cause::Exited),
+            Err(Cause::Broke),
+            Err(Cause::NotRunnable),
+        ]
+    );
+    // A silent server at its deadline: timed out, and torn down.
+    let pidfile = dir.path().join("hang.pid");
+    let t0 = Instant::now();
+    let got = McpHub::probe(&[fake_server("hang", &pidfile)], dir.path(), &[], t0);
+    assert_eq!(got, [Err(Cause::TimedOut)]);
+    assert!(t0.elapsed() < START_TIMEOUT / 2, "{:?}", t0.elapsed());
+    // Every probed server was stopped: none of their pids is left running.
+    for pid in ["ok.pid", "bad.pid", "hang.pid"] {
+        let Ok(pid) = std::fs::read_to_string(dir.path().join(pid)) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        assert!(
+            stat.map_or(true, |s| s
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))),
+            "{pid} outlived its probe"
+        );
+    }
+}

@@ -1,7 +1,8 @@
-//! `magi-code doctor`: what `initialize` reads, checked the same way, each problem told with
+//! `magi-code doctor`: what `initialize` reads, checked the same way, every problem told with
 //! its file, key path and fix (the protocol's errors are code-only; these words are for
-//! people). Reads only: it creates no folder, starts no server and prints no secret (names of
-//! variables and files, never their values).
+//! people). It writes nothing and creates no folder; it starts each approved enabled MCP
+//! server as `initialize` would (bounded, then stopped) to say why one cannot start; it
+//! prints no secret (names of variables and files, never their values).
 
 use super::env::{storage_root, LaunchEnv};
 use crate::config::settings::TOP_KEYS;
@@ -10,6 +11,7 @@ use crate::mcp;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// One problem: where, what, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,19 +61,31 @@ pub fn check(env: &LaunchEnv) -> Vec<Finding> {
     let mut out = Vec::new();
     let global = read_settings(&global_path, &mut out);
     let project = read_settings(&project_path, &mut out);
-    if !out.is_empty() {
-        return out;
-    }
-    let Some(s) = load_settings(global, project, &global_path, &project_path, &mut out) else {
+    let files = [
+        (global, &global_path, false),
+        (project, &project_path, true),
+    ];
+    let Some((s, bad)) = load_settings(files, &mut out) else {
         return out;
     };
-    out.extend(provider(&s, &root));
-    if let Err(e) = instructions::load(&root, &cwd, &s.instructions) {
-        let fix = Some("check the files `instructions` lists and AGENTS.md".to_owned());
-        out.push(finding("instructions", e.0, fix));
+    // A check that reads a key found bad says nothing: that key's finding is the news.
+    let ok = |keys: &[&str]| !keys.iter().any(|k| bad.iter().any(|b| b == k));
+    if ok(&["provider", "model", "providers"]) {
+        out.extend(provider(&s, &root));
     }
-    out.extend(profile_files(&root, &cwd, s.agent.as_deref()));
-    out.extend(mcp_servers(&s));
+    if ok(&["instructions"]) {
+        if let Err(e) = instructions::load(&root, &cwd, &s.instructions) {
+            let fix = Some("check the files `instructions` lists and AGENTS.md".to_owned());
+            out.push(finding("instructions", e.0, fix));
+        }
+    }
+    if ok(&["agent", "agents"]) {
+        out.extend(profile_files(&root, &cwd, s.agent.as_deref()));
+    }
+    if ok(&["mcp"]) {
+        out.extend(mcp_servers(&s));
+        out.extend(probe_servers(&s, &root, &cwd));
+    }
     out
 }
 
@@ -133,31 +147,54 @@ fn read_settings(path: &Path, out: &mut Vec<Finding>) -> Option<Map<String, Valu
     }
 }
 
-/// The merged settings, or the findings of each file that breaks them: unknown keys named
-/// (with the nearest known key), else the loader's own reason.
+/// The settings `initialize` would run on, less any key found bad, with those keys; or
+/// `None` when the files cannot be read. Every unknown key (with the nearest known one) and
+/// every key that is invalid on its own is a finding; when each is fine alone but the
+/// merge is not, the loader's reason is.
 fn load_settings(
-    global: Option<Map<String, Value>>,
-    project: Option<Map<String, Value>>,
-    global_path: &Path,
-    project_path: &Path,
+    files: [(Option<Map<String, Value>>, &PathBuf, bool); 2],
     out: &mut Vec<Finding>,
-) -> Option<Settings> {
-    for (m, path) in [(&global, global_path), (&project, project_path)] {
-        if let Some(m) = m {
-            out.extend(unknown_keys(m, path));
+) -> Option<(Settings, Vec<String>)> {
+    // A file that cannot be read leaves nothing to run on; the other's keys are still told.
+    let unreadable = !out.is_empty();
+    let mut bad = Vec::new();
+    let mut kept: [Option<Map<String, Value>>; 2] = [None, None];
+    for (i, (m, path, project)) in files.iter().enumerate() {
+        let Some(m) = m else { continue };
+        out.extend(unknown_keys(m, path));
+        let mut good = Map::new();
+        for (k, v) in m.iter().filter(|(k, _)| TOP_KEYS.contains(&k.as_str())) {
+            match settings::check_key(k, v, *project) {
+                Ok(()) => drop(good.insert(k.clone(), v.clone())),
+                Err(e) => {
+                    let fix = Some(format!(
+                        "fix or remove \"{k}\" (docs/runner.md lists the keys)"
+                    ));
+                    out.push(finding(
+                        path.display().to_string(),
+                        format!("key \"{k}\": {}", e.0),
+                        fix,
+                    ));
+                    bad.push(k.clone());
+                }
+            }
         }
+        kept[i] = Some(good);
     }
-    if !out.is_empty() {
+    if unreadable {
         return None;
     }
-    if let Err(e) = settings::load(global.clone(), None) {
-        out.push(finding(global_path.display().to_string(), e.0, None));
-        return None;
-    }
+    let [global, project] = kept;
+    let both = project.is_some();
     match settings::load(global, project) {
-        Ok(s) => Some(s),
+        Ok(s) => Some((s, bad)),
         Err(e) => {
-            out.push(finding(project_path.display().to_string(), e.0, None));
+            let place = if both {
+                format!("{} with {}", files[0].1.display(), files[1].1.display())
+            } else {
+                files[0].1.display().to_string()
+            };
+            out.push(finding(place, e.0, None));
             None
         }
     }
@@ -333,6 +370,81 @@ fn mcp_servers(s: &Settings) -> Vec<Finding> {
             finding(format!("mcp server \"{name}\""), "not approved", Some(fix))
         })
         .collect()
+}
+
+/// Each approved enabled server, started as `initialize` starts it (the secrets rule's
+/// environment, the handshake and `tools/list` within the same bound, all at once) and then
+/// stopped: one finding per server that cannot start, naming the cause.
+fn probe_servers(s: &Settings, root: &Path, cwd: &Path) -> Vec<Finding> {
+    let approved: Vec<(&String, mcp::Definition)> = s
+        .mcp_servers
+        .iter()
+        .filter(|(_, d)| d.enabled && s.mcp_approved.contains(&mcp::digest(&d.canonical)))
+        .filter_map(|(name, d)| {
+            let mut def = mcp::Definition::from_canonical(&d.canonical)?;
+            if let mcp::Definition::Http(h) = &mut def {
+                h.token_home = Some(root.to_path_buf());
+            }
+            Some((name, def))
+        })
+        .collect();
+    if approved.is_empty() {
+        return Vec::new();
+    }
+    super::servers::set_children_rule(s);
+    let defs: Vec<mcp::Definition> = approved.iter().map(|(_, d)| d.clone()).collect();
+    let deadline = Instant::now() + mcp::START_TIMEOUT;
+    let hide = super::servers::hidden_vars();
+    let probed = mcp::McpHub::probe(&defs, cwd, &hide, deadline);
+    approved
+        .iter()
+        .zip(probed)
+        .filter_map(|((name, def), r)| {
+            let cause = r.err()?;
+            let (what, fix) = told(name, def, &cause);
+            Some(finding(format!("mcp server \"{name}\""), what, fix))
+        })
+        .collect()
+}
+
+/// What a server's cause of failure says, and its fix.
+fn told(name: &str, def: &mcp::Definition, cause: &mcp::Cause) -> (String, Option<String>) {
+    use mcp::Cause;
+    let run_it = || Some("run its command yourself to see what it says".to_owned());
+    let login = || Some(format!("magi-code mcp login {name}"));
+    let secs = mcp::START_TIMEOUT.as_secs();
+    match (cause, def) {
+        (Cause::NotFound, mcp::Definition::Stdio(d)) => (
+            format!("command \"{}\" not found", printable(&d.command)),
+            Some(format!("install it, or fix mcp.servers.{name}.command")),
+        ),
+        (Cause::NotRunnable, _) => (
+            "its command cannot be run".into(),
+            Some("check that it is an executable".into()),
+        ),
+        (Cause::Exited, _) => ("exited before it answered initialize".into(), run_it()),
+        (Cause::TimedOut, _) => (format!("the handshake timed out ({secs} s)"), run_it()),
+        (Cause::Broke, _) => (
+            "broke the MCP protocol during the handshake".into(),
+            run_it(),
+        ),
+        (Cause::Refused(m), _) => (format!("refused the handshake: {}", printable(m)), run_it()),
+        (Cause::NoToken, mcp::Definition::Http(d)) => match &d.bearer_token_env {
+            Some(var) => (format!("{var} is not set"), Some(format!("export {var}=…"))),
+            None => ("has no saved sign-in".into(), login()),
+        },
+        (Cause::Unauthorized, mcp::Definition::Http(d)) => {
+            let fix = match &d.bearer_token_env {
+                Some(var) => Some(format!("check the token in {var}")),
+                None => login(),
+            };
+            ("refused the authorization (401)".into(), fix)
+        }
+        (Cause::Unreachable | Cause::NotFound | Cause::NoToken | Cause::Unauthorized, _) => (
+            "could not be reached, or answered an error status".into(),
+            Some("check its url and that it is running".into()),
+        ),
+    }
 }
 
 #[cfg(test)]

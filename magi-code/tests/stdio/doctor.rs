@@ -68,7 +68,111 @@ fn a_bad_project_value_names_the_project_file_and_the_key() {
     let env = Env::new();
     env.write_project_settings(&json!({"code_mode": {"cpu_ms": 5}}));
     let file = env.cwd.join(".magi").join("settings.json");
-    finds(&env, &[format!("{}: code_mode.cpu_ms", file.display())]);
+    finds(&env, &[bad_key(&file, "code_mode", "code_mode.cpu_ms")]);
+}
+
+/// The finding of a key invalid on its own.
+fn bad_key(file: &std::path::Path, key: &str, why: &str) -> String {
+    format!(
+        "{}: key \"{key}\": {why} (fix or remove \"{key}\" (docs/runner.md lists the keys))",
+        file.display()
+    )
+}
+
+#[test]
+fn every_problem_is_told_not_just_the_first() {
+    let env = Env::new();
+    env.write_global_settings(&json!({
+        "tols": {}, "effort": "extreme", "runner": {"max_steps": 0},
+        "provider": "anthropic", "model": "claude-x",
+    }));
+    env.write_project_settings(&json!({"code_mode": {"cpu_ms": 5}}));
+    let (global, project) = (
+        env.home().join("settings.json"),
+        env.cwd.join(".magi").join("settings.json"),
+    );
+    finds(
+        &env,
+        &[
+            format!(
+                "{}: unknown key \"tols\" (did you mean \"tools\"?)",
+                global.display()
+            ),
+            bad_key(&global, "effort", "bad effort"),
+            bad_key(&global, "runner", "max_steps"),
+            bad_key(&project, "code_mode", "code_mode.cpu_ms"),
+            "provider anthropic: ANTHROPIC_API_KEY is not set and credentials.json has no key \
+             (export ANTHROPIC_API_KEY=… or add {\"anthropic\": {\"api_key\": …}} to credentials.json)"
+                .to_owned(),
+        ],
+    );
+}
+
+#[test]
+fn an_approved_server_that_cannot_start_is_named_with_its_cause() {
+    let env = Env::new();
+    let missing = json!({"command": "magi-no-such-mcp-server"});
+    let exits = json!({"command": "sh", "args": ["-c", "exit 3"]});
+    env.write_global_settings(&json!({
+        "mcp": crate::mcp::mcp_settings(&[("a", &missing), ("b", &exits)], true),
+    }));
+    finds(
+        &env,
+        &[
+            "mcp server \"a\": command \"magi-no-such-mcp-server\" not found \
+             (install it, or fix mcp.servers.a.command)"
+                .to_owned(),
+            "mcp server \"b\": exited before it answered initialize \
+             (run its command yourself to see what it says)"
+                .to_owned(),
+        ],
+    );
+}
+
+#[test]
+fn an_approved_http_server_refusing_its_token_is_a_401() {
+    use crate::common::fake_mcp::{FakeMcp, Faults};
+    let fake = FakeMcp::start(Faults {
+        always_401: true,
+        ..Faults::default()
+    });
+    let mut env = Env::new();
+    let def = json!({"url": fake.url, "bearer_token_env": "MCP_DOCTOR_BEARER"});
+    env.write_global_settings(&json!({"mcp": crate::mcp::mcp_settings(&[("web", &def)], true)}));
+    finds(
+        &env,
+        &[
+            "mcp server \"web\": MCP_DOCTOR_BEARER is not set (export MCP_DOCTOR_BEARER=…)"
+                .to_owned(),
+        ],
+    );
+    env.set_var("MCP_DOCTOR_BEARER", "tok-doctor-secret-401");
+    let (code, out) = doctor(&env);
+    assert_eq!(
+        out,
+        "mcp server \"web\": refused the authorization (401) (check the token in MCP_DOCTOR_BEARER)\n"
+    );
+    assert_eq!(code, 1);
+    assert!(!out.contains("tok-doctor-secret"));
+    assert!(!ready(&env));
+}
+
+#[test]
+fn an_approved_server_that_starts_is_ready() {
+    let env = Env::new();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fake_server.py");
+    let ok = json!({"command": "python3", "args": [script, "ok"]});
+    env.write_global_settings(&json!({"mcp": crate::mcp::mcp_settings(&[("fs", &ok)], true)}));
+    let (code, out) = doctor(&env);
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            0,
+            "magi-code doctor: no problem found; initialize would be ready\n"
+        )
+    );
+    assert!(ready(&env));
 }
 
 #[test]
