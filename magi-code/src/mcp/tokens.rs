@@ -1,10 +1,11 @@
 //! Saved MCP OAuth tokens: `MC_HOME/mcp-tokens.json` (`backend.md` "MCP servers over HTTP",
 //! layout in `docs/mcp.md` "Tokens"): owner-only (0600), replaced atomically (temp file, fsync,
 //! rename) while an exclusive `flock` on `mcp-tokens.json.lock` is held; the lock file stays
-//! (`decisions.md` 43). Entries are keyed by server name and the lowercase hex SHA-256 of the
+//! (`decisions.md` 43); a complete temp file newer than the file, left by a writer killed
+//! before its rename, is adopted at the next lock. Entries are keyed by server name and the lowercase hex SHA-256 of the
 //! server's canonical URL, so a token is never sent to a URL it was not issued for.
 
-use crate::store::{replace_atomically, Sweep};
+use crate::store::{adopt_leftover, replace_atomically, Sweep};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -131,6 +132,11 @@ impl Tokens {
             .map_err(|_| StoreError::Io)?;
         lock.lock().map_err(|_| StoreError::Io)?;
         let path = mc_home.join(TOKENS_FILE);
+        // A refresh killed between its temp file and the rename left the answer there: the
+        // spent token must not win over it (issue 25 item 8).
+        drop(adopt_leftover(&path, TOKENS_FILE_BYTES, |b| {
+            parse(b).is_ok()
+        }));
         let layout = read(&path)?;
         Ok(Self {
             path,
@@ -211,7 +217,12 @@ fn read(path: &Path) -> Result<Layout, StoreError> {
     if bytes.len() as u64 > TOKENS_FILE_BYTES {
         return Err(StoreError::TooLarge);
     }
-    let layout: Layout = serde_json::from_slice(&bytes).map_err(|_| StoreError::Corrupt)?;
+    parse(&bytes)
+}
+
+/// The layout of a whole token file.
+fn parse(bytes: &[u8]) -> Result<Layout, StoreError> {
+    let layout: Layout = serde_json::from_slice(bytes).map_err(|_| StoreError::Corrupt)?;
     if layout.version != VERSION {
         return Err(StoreError::Corrupt);
     }

@@ -269,6 +269,10 @@ impl Codex {
     /// Makes sure the access token does not expire within 60 s: refreshes (locked) if it does.
     pub fn fresh(&mut self, cancel: &Cancel) -> Result<(), RefreshError> {
         if self.tokens.is_none() {
+            // Under the lock: a refresh killed before its rename left the answer beside.
+            if let Ok(_lock) = self.lock() {
+                self.adopt();
+            }
             self.tokens = Some(load(&self.path).ok_or(RefreshError::Refused)?);
         }
         match &self.tokens {
@@ -315,6 +319,16 @@ impl Codex {
     /// Under the lock on `auth.json.lock`: the file's tokens if another process replaced ours
     /// with fresh ones, else one refresh grant, written back.
     fn refresh_now(&mut self) -> Result<(), RefreshError> {
+        let lock = self.lock()?;
+        self.adopt();
+        let result = self.refresh_locked();
+        drop(lock);
+        result
+    }
+
+    /// The exclusive lock on `auth.json.lock`, held while the file is read to refresh and
+    /// written back.
+    fn lock(&self) -> Result<std::fs::File, RefreshError> {
         let lock_path = self.path.with_file_name("auth.json.lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -325,9 +339,19 @@ impl Codex {
             .open(&lock_path)
             .map_err(|_| RefreshError::Refused)?;
         lock.lock().map_err(|_| RefreshError::Refused)?;
-        let result = self.refresh_locked();
-        drop(lock);
-        result
+        Ok(lock)
+    }
+
+    /// Under the lock: a complete `auth.json` of ours newer than the file, left beside it by
+    /// a refresh killed between its temp file and the rename, replaces it (the answer's
+    /// rotated refresh token is the one that still works).
+    fn adopt(&self) {
+        let complete = |b: &[u8]| parse(b).is_some();
+        drop(crate::store::adopt_leftover(
+            &self.path,
+            AUTH_FILE_BYTES,
+            complete,
+        ));
     }
 
     fn refresh_locked(&mut self) -> Result<(), RefreshError> {

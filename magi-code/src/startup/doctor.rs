@@ -151,10 +151,11 @@ fn read_settings(path: &Path, out: &mut Vec<Finding>) -> Option<Map<String, Valu
 /// `None` when the files cannot be read. Every unknown key (with the nearest known one) and
 /// every key that is invalid on its own is a finding; when each is fine alone but the
 /// merge is not, the loader's reason is.
-fn load_settings(
-    files: [(Option<Map<String, Value>>, &PathBuf, bool); 2],
-    out: &mut Vec<Finding>,
-) -> Option<(Settings, Vec<String>)> {
+/// One settings file as read: its keys (if it could be read), its path, whether it is the
+/// project's.
+type File<'p> = (Option<Map<String, Value>>, &'p PathBuf, bool);
+
+fn load_settings(files: [File<'_>; 2], out: &mut Vec<Finding>) -> Option<(Settings, Vec<String>)> {
     // A file that cannot be read leaves nothing to run on; the other's keys are still told.
     let unreadable = !out.is_empty();
     let mut bad = Vec::new();
@@ -376,17 +377,9 @@ fn mcp_servers(s: &Settings) -> Vec<Finding> {
 /// environment, the handshake and `tools/list` within the same bound, all at once) and then
 /// stopped: one finding per server that cannot start, naming the cause.
 fn probe_servers(s: &Settings, root: &Path, cwd: &Path) -> Vec<Finding> {
-    let approved: Vec<(&String, mcp::Definition)> = s
-        .mcp_servers
-        .iter()
-        .filter(|(_, d)| d.enabled && s.mcp_approved.contains(&mcp::digest(&d.canonical)))
-        .filter_map(|(name, d)| {
-            let mut def = mcp::Definition::from_canonical(&d.canonical)?;
-            if let mcp::Definition::Http(h) = &mut def {
-                h.token_home = Some(root.to_path_buf());
-            }
-            Some((name, def))
-        })
+    let approved: Vec<(&str, mcp::Definition)> = super::servers::enabled_servers(s, root)
+        .into_iter()
+        .filter_map(|(name, d)| Some((name, d?)))
         .collect();
     if approved.is_empty() {
         return Vec::new();

@@ -57,7 +57,7 @@ fn start_mcp(
     cwd: &Path,
     cancel: &Cancel,
 ) -> Result<Option<McpHub>, ErrorCode> {
-    let defs = approved_servers(settings, root).map_err(|()| ErrorCode::McpUnavailable)?;
+    let defs = approved_servers(settings, root).ok_or(ErrorCode::McpUnavailable)?;
     if defs.is_empty() {
         return Ok(None);
     }

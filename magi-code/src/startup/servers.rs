@@ -6,24 +6,37 @@ use crate::config::Settings;
 use crate::mcp::{self, Definition};
 use std::path::Path;
 
-/// The enabled servers' definitions, each approved by its digest in global settings (the
-/// settings loader drops project approvals, decision 34); Err if one is not.
-pub fn approved_servers(settings: &Settings, root: &Path) -> Result<Vec<Definition>, ()> {
+/// Each enabled server by name with its definition, `None` when its digest is not approved
+/// in global settings (the settings loader drops project approvals, decision 34).
+pub fn enabled_servers<'s>(
+    settings: &'s Settings,
+    root: &Path,
+) -> Vec<(&'s str, Option<Definition>)> {
     settings
         .mcp_servers
-        .values()
-        .filter(|s| s.enabled)
-        .map(|s| {
+        .iter()
+        .filter(|(_, s)| s.enabled)
+        .map(|(name, s)| {
             let approved = settings.mcp_approved.contains(&mcp::digest(&s.canonical));
-            let mut def = approved
+            let def = approved
                 .then(|| Definition::from_canonical(&s.canonical))
                 .flatten()
-                .ok_or(())?;
-            if let Definition::Http(d) = &mut def {
-                d.token_home = Some(root.to_path_buf());
-            }
-            Ok(def)
+                .map(|mut def| {
+                    if let Definition::Http(d) = &mut def {
+                        d.token_home = Some(root.to_path_buf());
+                    }
+                    def
+                });
+            (name.as_str(), def)
         })
+        .collect()
+}
+
+/// The enabled servers' definitions; `None` if one is not approved.
+pub fn approved_servers(settings: &Settings, root: &Path) -> Option<Vec<Definition>> {
+    enabled_servers(settings, root)
+        .into_iter()
+        .map(|(_, d)| d)
         .collect()
 }
 

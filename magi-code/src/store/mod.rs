@@ -11,4 +11,4 @@ pub use append::Appender;
 pub use held::{read_held, stream_held, Held, HeldFile, Identity, ReadError, Streamed};
 pub use lease::{Lease, LeaseError};
 pub use paths::{LeaseKind, SessionId, Sessions};
-pub use replace::{replace_atomically, replace_unsynced, sync_dir, Sweep};
+pub use replace::{adopt_leftover, replace_atomically, replace_unsynced, sync_dir, Sweep};

@@ -160,6 +160,71 @@ fn write_temp_with(
     }
 }
 
+/// After a crash between a temp file's write and its rename, adopts the newest leftover temp
+/// of `path` (our `Sweep::Beside` naming) that no live writer holds, is at most `limit` bytes,
+/// is newer than `path` (or `path` is missing) and that `complete` accepts: it is renamed over
+/// `path` and the folder synced. The caller holds the lock under which `path` is written, so
+/// no writer of its own is between write and rename. Whether one was adopted.
+///
+/// # Errors
+/// When the rename fails (`path` is then unchanged).
+pub fn adopt_leftover(
+    path: &Path,
+    limit: u64,
+    complete: impl Fn(&[u8]) -> bool,
+) -> io::Result<bool> {
+    let (dir, target) = split(path)?;
+    let current = fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(false);
+    };
+    let mut best: Option<(SystemTime, PathBuf)> = None;
+    for entry in entries.take(SWEEP_ENTRIES).flatten() {
+        let name = entry.file_name();
+        if !swept(name.as_bytes(), target, Sweep::Beside) {
+            continue;
+        }
+        let tmp = entry.path();
+        let Some(at) = leftover(&tmp, limit, &complete) else {
+            continue;
+        };
+        let newer = current.is_none_or(|c| at > c);
+        if newer && best.as_ref().is_none_or(|(b, _)| at > *b) {
+            best = Some((at, tmp));
+        }
+    }
+    let Some((_, tmp)) = best else {
+        return Ok(false);
+    };
+    fs::rename(&tmp, path)?;
+    // Renamed: a failed folder sync only weakens durability, as in `replace_atomically`.
+    drop(sync_dir(dir));
+    Ok(true)
+}
+
+/// A temp file's modification time when no live writer holds it and `complete` accepts its
+/// (bounded) content.
+fn leftover(tmp: &Path, limit: u64, complete: &impl Fn(&[u8]) -> bool) -> Option<SystemTime> {
+    use std::io::Read as _;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(tmp)
+        .ok()?;
+    let meta = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file() && m.len() <= limit)?;
+    // A writer holds its temp file's lock until it has renamed it: one held is not left over.
+    if !try_lock(&file) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).ok()?;
+    (complete(&bytes)).then_some(())?;
+    meta.modified().ok()
+}
+
 /// The folder and the file name of `path`.
 fn split(path: &Path) -> io::Result<(&Path, &OsStr)> {
     match (path.parent(), path.file_name()) {

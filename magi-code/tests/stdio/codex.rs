@@ -452,3 +452,81 @@ fn a_tool_that_prints_auth_json_shows_the_tokens_redacted() {
         &[&access, "rt-printed", "id-token-old"],
     );
 }
+
+#[test]
+fn a_refresh_killed_before_its_rename_is_recovered_at_the_next_start() {
+    // What a kill -9 between the answer's temp file and its rename leaves: `auth.json` with
+    // the spent tokens and, beside it, a complete newer one of ours with the answer.
+    let llm = FakeLlm::start(vec![text("hi")]);
+    let refused = Reply::status(400, &json!({"error": {"code": "refresh_token_reused"}}));
+    let tokens = FakeLlm::start(vec![refused]);
+    let spent = jwt(30, "spent");
+    let (env, path) = codex_env(&llm, &tokens.base, Some(&auth_json(&spent, "rt-spent")));
+    let saved = jwt(3_600, "saved");
+    let leftover = path.with_file_name(format!(".auth.json.magi-{}.tmp", "7".repeat(32)));
+    std::fs::write(&leftover, auth_json(&saved, "rt-saved").to_string()).unwrap();
+    let old = SystemTime::now() - Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = run_turn(&mut s, &sid, "hello");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    let bearer = format!("Bearer {saved}");
+    assert_eq!(
+        header(&llm.next(WAIT), "authorization"),
+        Some(bearer.as_str())
+    );
+    assert!(
+        tokens.drain().is_empty(),
+        "the spent refresh token is never sent"
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(v["tokens"]["refresh_token"], "rt-saved");
+    assert!(!leftover.exists());
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn a_kill_at_any_moment_of_a_rotation_never_loses_the_token() {
+    use crate::common::rotating::{Rotating, Writes};
+    let trials = 16u64;
+    let llm = FakeLlm::start((0..=trials).map(|_| text("hi")).collect());
+    // Access tokens that are not JWTs have no readable expiry: every step refreshes first.
+    let endpoint = Rotating::start("rt-first-Pw3Ne", |n, refresh| {
+        json!({"access_token": format!("at-{n}-Yc6Ub"), "refresh_token": refresh,
+            "id_token": format!("id-{n}"), "expires_in": 3600})
+    });
+    let auth_url = endpoint.url.trim_end_matches("/token").to_owned();
+    let spent = jwt(30, "first");
+    let (env, path) = codex_env(&llm, &auth_url, Some(&auth_json(&spent, "rt-first-Pw3Ne")));
+    let home = path.parent().unwrap().to_path_buf();
+    for trial in 0..trials {
+        let writes = Writes::watch(&home);
+        let (mut s, sid) = start_session(&env, &[]);
+        crate::common::start_turn(&mut s, &sid, "hello");
+        assert!(
+            writes.until(".auth.json.magi-"),
+            "trial {trial}: no refresh written ({} refused)",
+            endpoint.refused.lock().unwrap()
+        );
+        for _ in 0..(trial % 4) * 50 {
+            std::thread::yield_now();
+        }
+        s.crash();
+        assert_eq!(
+            *endpoint.refused.lock().unwrap(),
+            0,
+            "trial {trial}: a rotation was lost"
+        );
+    }
+    let (mut s, sid) = start_session(&env, &[]);
+    let frames = run_turn(&mut s, &sid, "hello");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(*endpoint.refused.lock().unwrap(), 0);
+    assert!(endpoint.issued.lock().unwrap().0 > trials);
+    s.shutdown_ok("bye");
+}

@@ -5,6 +5,7 @@
 //! stderr.
 
 use crate::common::fake_mcp::{read_request, FakeMcp, Faults};
+use crate::common::rotating::{Rotating, Writes};
 use crate::common::{init_params, Env};
 use crate::mcp::mcp_settings;
 use serde_json::{json, Value};
@@ -126,4 +127,99 @@ fn a_refused_refresh_is_mcp_unavailable_and_leaves_the_file() {
     let after = std::fs::read_to_string(env.home().join("mcp-tokens.json")).unwrap();
     assert_eq!(before, after);
     assert!(!stderr.contains(OLD) && !stderr.contains(REFRESH));
+}
+
+/// The token file of `saved` with `access` and `refresh` expiring in `in_ms`.
+fn token_file(mcp_url: &str, token_url: &str, access: &str, refresh: &str, in_ms: u64) -> Value {
+    let key: String = Sha256::digest(mcp_url.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    json!({"version": 1, "servers": {"tok": {key: {
+        "url": mcp_url, "access_token": access, "refresh_token": refresh,
+        "expires_at_ms": now + in_ms, "token_endpoint": token_url,
+        "client_id": "client-1", "resource": mcp_url}}}})
+}
+
+#[test]
+fn a_refresh_killed_before_its_rename_is_recovered_at_the_next_start() {
+    // What a kill -9 between the answer's temp file and its rename leaves: the file with the
+    // spent refresh token and, beside it, a complete newer one of ours with the answer.
+    let mcp = FakeMcp::start(Faults::default());
+    let (token_url, forms) = token_endpoint(400, json!({"error": "invalid_grant"}));
+    let env = saved(&mcp.url, &token_url);
+    let path = env.home().join("mcp-tokens.json");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let leftover = env
+        .home()
+        .join(format!(".mcp-tokens.json.magi-{}.tmp", "5".repeat(32)));
+    let answer = token_file(&mcp.url, &token_url, NEW, ROTATED, 3_600_000);
+    std::fs::write(&leftover, answer.to_string()).unwrap();
+    let (f, _) = initialize(&env);
+    assert!(f.get("result").is_some(), "{f}");
+    assert!(
+        forms.lock().unwrap().is_empty(),
+        "the spent refresh token is never sent"
+    );
+    for s in mcp.seen().iter().filter(|s| s.method == "POST") {
+        assert_eq!(s.headers["authorization"], format!("Bearer {NEW}"), "{s:?}");
+    }
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(file.contains(ROTATED) && !file.contains(REFRESH), "{file}");
+    assert!(!leftover.exists());
+}
+
+#[test]
+fn a_kill_at_any_moment_of_a_rotation_never_loses_the_token() {
+    let mcp = FakeMcp::start(Faults::default());
+    let endpoint = Rotating::start(REFRESH, |n, refresh| {
+        json!({"access_token": format!("at-{n}-Zm4Rv"), "token_type": "Bearer",
+            "expires_in": 30, "refresh_token": refresh})
+    });
+    let env = saved(&mcp.url, &endpoint.url);
+    let (mut leftovers, trials) = (0, 24u64);
+    for trial in 0..trials {
+        let writes = Writes::watch(&env.home());
+        let s = env.spawn();
+        s.request("init", "initialize", &init_params(&["status"]));
+        // The answer's temp file is written: the kill lands from there to past the rename,
+        // spread by a few yields, where a crash used to leave the spent token in the file.
+        assert!(
+            writes.until(".mcp-tokens.json.magi-"),
+            "trial {trial}: no refresh written ({} refused)",
+            endpoint.refused.lock().unwrap()
+        );
+        for _ in 0..(trial % 4) * 50 {
+            std::thread::yield_now();
+        }
+        s.crash();
+        let left = std::fs::read_dir(env.home()).unwrap().flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".mcp-tokens.json.magi-")
+        });
+        leftovers += u64::from(left);
+        assert_eq!(
+            *endpoint.refused.lock().unwrap(),
+            0,
+            "trial {trial}: a rotation was lost"
+        );
+    }
+    // Every refresh named the token last answered, and the last start still starts (each
+    // answer expires within 60 s, so a start refreshes before each request).
+    let (f, _) = initialize(&env);
+    assert!(f.get("result").is_some(), "{f}");
+    assert_eq!(*endpoint.refused.lock().unwrap(), 0);
+    assert!(endpoint.issued.lock().unwrap().0 > trials);
+    eprintln!("{leftovers} of {trials} kills left the answer in a temp file");
 }

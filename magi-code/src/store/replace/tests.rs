@@ -180,3 +180,50 @@ fn without_hard_links_a_create_writes_in_place() {
     );
     assert_eq!(fs::read(&f).unwrap(), b"{}\n");
 }
+
+#[test]
+fn a_complete_newer_leftover_is_adopted_and_nothing_else_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokens.json");
+    let tmp = |hex: char| {
+        dir.path().join(format!(
+            ".tokens.json.magi-{}.tmp",
+            hex.to_string().repeat(32)
+        ))
+    };
+    let ok = |b: &[u8]| b.starts_with(b"{") && b.ends_with(b"}");
+    // Nothing beside: nothing to adopt.
+    assert!(!adopt_leftover(&path, 64, ok).unwrap());
+    fs::write(&path, "{old}").unwrap();
+    age(&path, Duration::from_secs(60));
+    // Torn, over the bound, another file's, or older than the file: left alone.
+    fs::write(tmp('a'), "{torn").unwrap();
+    fs::write(tmp('b'), format!("{{{}}}", "x".repeat(64))).unwrap();
+    fs::write(
+        dir.path().join(format!(".other.json.magi-{H}.tmp")),
+        "{other}",
+    )
+    .unwrap();
+    fs::write(tmp('c'), "{older}").unwrap();
+    age(&tmp('c'), Duration::from_secs(120));
+    assert!(!adopt_leftover(&path, 64, ok).unwrap());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{old}");
+    // One a live writer still holds is not left over.
+    fs::write(tmp('d'), "{held}").unwrap();
+    let held = File::open(tmp('d')).unwrap();
+    held.lock().unwrap();
+    assert!(!adopt_leftover(&path, 64, ok).unwrap());
+    drop(held);
+    // Complete and newer: the newest such is renamed over the file.
+    fs::write(tmp('e'), "{newer}").unwrap();
+    age(&tmp('d'), Duration::from_secs(30));
+    assert!(adopt_leftover(&path, 64, ok).unwrap());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{newer}");
+    assert!(!tmp('e').exists());
+    // The file is now newer than the one complete leftover still there.
+    assert!(!adopt_leftover(&path, 64, ok).unwrap());
+    // A missing file takes a complete leftover.
+    fs::remove_file(&path).unwrap();
+    assert!(adopt_leftover(&path, 64, ok).unwrap());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{held}");
+}

@@ -22,6 +22,7 @@ pub mod poll;
 pub mod procs;
 pub mod pty;
 pub mod responses_sse;
+pub mod rotating;
 pub mod schema;
 mod server;
 mod spec;
