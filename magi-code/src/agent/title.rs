@@ -1,8 +1,8 @@
-//! Session titles (`runner.md` 7 "Titles"). After the first turn of an attachment that
-//! completes durably while its session has no stored title, the worker sends one request
-//! without tools to the same model, beside the session's worker; its answer, sanitized, one
-//! line and cut to 50 characters, is appended as a `title` record. Every failure is silent:
-//! no diagnostic, no event, no record.
+//! Session titles (`runner.md` 7 "Titles"). After each turn of an attachment that completes
+//! durably while its session has no stored title, the worker sends one request without tools
+//! to the same model, beside the session's worker (`worker::titles` allows three per session
+//! per child, one at a time); its answer, sanitized, one line and cut to 50 characters, is
+//! appended as a `title` record. Every failure is silent: no diagnostic, no event, no record.
 
 use super::emit::TurnCtx;
 use crate::history::{display_title, Body, Item, Record};

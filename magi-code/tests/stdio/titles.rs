@@ -2,7 +2,8 @@
 //! same model within 1 s after the first completed turn's `run.finished`, beside the worker
 //! (never delaying `run.finished`, never making a request `busy`); its `title` record is
 //! sanitized and cut to 50 characters, shown by `session.list` and `session.discover`, never
-//! by a history entry, and leaves the `run.finished` revision valid. Failure is silent.
+//! by a history entry, and leaves the `run.finished` revision valid. Failure is silent; a
+//! failed title is asked again after the next completed turn, three times in all.
 
 use crate::common::fake_llm::{chat_text, FakeLlm, Reply};
 use crate::common::{fake_llm_env, result, sessions_dir, start_turn, until_finished, Env, Server};
@@ -151,9 +152,10 @@ fn a_slow_title_delays_nothing_and_makes_nothing_busy() {
 }
 
 #[test]
-fn a_failed_title_is_silent_and_not_retried() {
-    // No title reply scripted: the title request gets a 500.
-    let llm = FakeLlm::start(vec![chat_text(&["one"]), chat_text(&["two"])]);
+fn a_failed_title_is_silent_and_asked_again_after_each_next_turn_three_times_in_all() {
+    // No title reply scripted: every title request gets a 500.
+    let replies = (1..=5).map(|n| chat_text(&[&format!("reply {n}")])).collect();
+    let llm = FakeLlm::start(replies);
     let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start(&env);
     let (fin, _) = turn(&mut s, &sid, "first");
@@ -161,20 +163,48 @@ fn a_failed_title_is_silent_and_not_retried() {
     llm.next_title(WAIT).expect("a title request");
     assert!(
         llm.next_title(Duration::from_millis(1500)).is_none(),
-        "a title is not retried"
+        "not asked again before the next turn"
     );
     // No event or diagnostic came: the next frame is this response.
     let st = s.call("st", "status", &json!({}));
     assert!(st.get("result").is_some(), "{st}");
-    let (fin2, _) = turn(&mut s, &sid, "second");
-    assert_eq!(fin2["outcome"], "completed");
-    assert!(
-        llm.next_title(Duration::from_millis(1500)).is_none(),
-        "one try per session per child"
-    );
+    for n in 2..=5 {
+        let (fin, finished_at) = turn(&mut s, &sid, &format!("turn {n}"));
+        assert_eq!(fin["outcome"], "completed");
+        let asked = llm.next_title(Duration::from_millis(1500));
+        if n <= 3 {
+            let req = asked.unwrap_or_else(|| panic!("try {n} after turn {n}"));
+            assert!(req.at.duration_since(finished_at) < Duration::from_secs(1));
+        } else {
+            assert!(asked.is_none(), "three tries in all per session and child");
+        }
+    }
     assert!(stored_titles(&env, &sid).is_empty());
     let list = result(&s.call("l", "session.list", &json!({}))).clone();
     assert!(entry_of(&list, &sid)["title"].is_null(), "never made up");
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn a_title_cut_short_is_asked_again_and_stored_after_the_next_turn() {
+    // As llama-cpp-python does when the next turn's request arrives: the title's stream ends
+    // with no finish reason (`[DONE]` at once), then the second try answers.
+    let cut = Reply::sse(vec!["data: [DONE]\n\n".into()]);
+    let llm = FakeLlm::with_titles(
+        vec![chat_text(&["one"]), chat_text(&["two"])],
+        vec![cut, chat_text(&["Second try"])],
+    );
+    let env = fake_llm_env(&llm, &json!({}));
+    let (mut s, sid) = start(&env);
+    let (fin, _) = turn(&mut s, &sid, "first");
+    assert_eq!(fin["outcome"], "completed");
+    llm.next_title(WAIT).expect("the first try");
+    assert!(llm.next_title(Duration::from_millis(1500)).is_none());
+    assert!(stored_titles(&env, &sid).is_empty());
+    let (fin, _) = turn(&mut s, &sid, "second");
+    assert_eq!(fin["outcome"], "completed");
+    llm.next_title(WAIT).expect("the second try");
+    assert_eq!(title_on_disk(&env, &sid), "Second try");
     s.shutdown_ok("bye");
 }
 
