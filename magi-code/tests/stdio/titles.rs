@@ -154,7 +154,9 @@ fn a_slow_title_delays_nothing_and_makes_nothing_busy() {
 #[test]
 fn a_failed_title_is_silent_and_asked_again_after_each_next_turn_three_times_in_all() {
     // No title reply scripted: every title request gets a 500.
-    let replies = (1..=5).map(|n| chat_text(&[&format!("reply {n}")])).collect();
+    let replies = (1..=5)
+        .map(|n| chat_text(&[&format!("reply {n}")]))
+        .collect();
     let llm = FakeLlm::start(replies);
     let env = fake_llm_env(&llm, &json!({}));
     let (mut s, sid) = start(&env);
