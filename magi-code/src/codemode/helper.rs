@@ -46,7 +46,7 @@ pub struct CellEnd {
     pub state: CellState,
     /// The output below the result's two header lines (`code-mode.md` 8).
     pub output: String,
-    /// Nested calls the code issued, refused ones included.
+    /// Nested calls the code sent (within `max_calls`, refused ones included).
     pub calls: u32,
     /// False when the helper was killed or died: drop it and start a new one next time.
     pub helper_alive: bool,

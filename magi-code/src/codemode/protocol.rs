@@ -162,11 +162,12 @@ pub struct Done {
     pub id: String,
     /// How it ended.
     pub state: CellState,
-    /// The output of `code-mode.md` 8 below the two header lines: console and `text()` lines
-    /// in order, then the returned value as compact JSON or the uncaught error (name, message,
-    /// stack with the model's line numbers); LF-separated, no final LF.
+    /// The output of `code-mode.md` 8 below the two header lines: `M calls refused past
+    /// max_calls` when there were any, console and `text()` lines in order, then the returned
+    /// value as compact JSON or the uncaught error (name, message, stack with the model's line
+    /// numbers); LF-separated, no final LF.
     pub output: String,
-    /// Nested calls the code issued, refused ones included.
+    /// Nested calls the code sent (within `max_calls`, refused ones included).
     pub calls: u32,
 }
 
