@@ -236,117 +236,24 @@ impl Loop {
             .register(tx, STDOUT, Interest::WRITABLE)?;
         let mut events = Events::with_capacity(16);
         let mut buf = vec![0u8; protocol_core::limits::READ_BATCH_BYTES];
-        let mut readable = true;
-        let mut writable = true;
-        let mut input_open = true;
+        let mut pipes = Pipes {
+            readable: true,
+            writable: true,
+            input_open: true,
+        };
         loop {
             let now = self.now();
             // 1. Effects.
-            while let Some(out) = self.engine.poll_output() {
-                match out {
-                    Output::Worker(cmd) => {
-                        if self.recorder.is_some() {
-                            self.rec(
-                                now,
-                                Step::Command {
-                                    command: cmd.clone(),
-                                },
-                            );
-                        }
-                        backend.handle(cmd, &self.sink);
-                    }
-                    Output::Exit { code } => {
-                        self.rec(now, Step::Exit { code });
-                        if let Some(r) = &mut self.recorder {
-                            let _ = r.out.flush();
-                        }
-                        return Ok(code);
-                    }
-                    // `Output` is non_exhaustive: outputs added later are ignored here.
-                    #[allow(unreachable_patterns)]
-                    _ => {}
-                }
+            if let Some(code) = self.effects(now, backend) {
+                return Ok(code);
             }
-            let mut progress = false;
-            // 2. Reads, only while the engine has room (flow control).
-            while readable && input_open && self.engine.wants_input() {
-                match rx.read(&mut buf) {
-                    Ok(0) => {
-                        input_open = false;
-                        self.rec(now, Step::Eof);
-                        self.engine.handle_eof(now);
-                        let _ = self.poll.registry().deregister(rx);
-                        progress = true;
-                    }
-                    Ok(n) => {
-                        if self.recorder.is_some() {
-                            self.rec(
-                                now,
-                                Step::In {
-                                    bytes: Bytes::from_slice(&buf[..n]),
-                                },
-                            );
-                        }
-                        self.engine.handle_input(&buf[..n], now);
-                        progress = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => readable = false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        input_open = false;
-                        self.rec(now, Step::Eof);
-                        self.engine.handle_eof(now);
-                        let _ = self.poll.registry().deregister(rx);
-                        progress = true;
-                    }
-                }
-            }
-            // 3. The one ordered writer, after reads so one write carries many frames.
-            while writable {
-                let Some(pending) = self.engine.pending_write() else {
-                    break;
-                };
-                match tx.write(pending) {
-                    Ok(n) => {
-                        if self.recorder.is_some() {
-                            let b = Bytes::from_slice(&pending[..n]);
-                            self.rec(now, Step::Out { bytes: b });
-                        }
-                        self.engine.handle_written(n, now);
-                        progress = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable = false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        self.rec(now, Step::OutError);
-                        self.engine.handle_output_error(now);
-                        writable = false;
-                        progress = true;
-                    }
-                }
-            }
-            // 4. Worker events.
-            while self.engine.accepts_worker_event() {
-                let Ok(ev) = self
-                    .local_rx
-                    .try_recv()
-                    .or_else(|_| self.events_rx.try_recv())
-                else {
-                    break;
-                };
-                if self.recorder.is_some() {
-                    self.rec(now, Step::Worker { event: ev.clone() });
-                }
-                self.engine.handle_worker_event(ev, now);
-                progress = true;
-            }
-            if let Some(d) = self.engine.poll_timeout() {
-                if d <= now {
-                    self.rec(now, Step::Timeout);
-                    self.engine.handle_timeout(now);
-                    progress = true;
-                }
-            }
+            // 2. Reads, only while the engine has room (flow control); 3. the one ordered
+            // writer, after reads so one write carries many frames; 4. worker events; then
+            // the engine's timer.
+            let progress = self.read(rx, &mut buf, &mut pipes, now)
+                | self.write(tx, &mut pipes, now)
+                | self.worker_events(now)
+                | self.timer(now);
             if progress {
                 continue;
             }
@@ -362,13 +269,148 @@ impl Loop {
             }
             for ev in &events {
                 match ev.token() {
-                    STDIN => readable = true,
-                    STDOUT => writable = true,
+                    STDIN => pipes.readable = true,
+                    STDOUT => pipes.writable = true,
                     _ => {}
                 }
             }
         }
     }
+
+    /// Carries out the engine's outputs; the exit code once it says to exit.
+    fn effects(&mut self, now: Time, backend: &mut dyn Backend) -> Option<i32> {
+        while let Some(out) = self.engine.poll_output() {
+            match out {
+                Output::Worker(cmd) => {
+                    if self.recorder.is_some() {
+                        self.rec(
+                            now,
+                            Step::Command {
+                                command: cmd.clone(),
+                            },
+                        );
+                    }
+                    backend.handle(cmd, &self.sink);
+                }
+                Output::Exit { code } => {
+                    self.rec(now, Step::Exit { code });
+                    if let Some(r) = &mut self.recorder {
+                        let _ = r.out.flush();
+                    }
+                    return Some(code);
+                }
+                // `Output` is non_exhaustive: outputs added later are ignored here.
+                #[allow(unreachable_patterns)]
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Reads stdin while it is readable, open and the engine has room; whether anything
+    /// happened.
+    fn read(
+        &mut self,
+        rx: &mut pipe::Receiver,
+        buf: &mut [u8],
+        pipes: &mut Pipes,
+        now: Time,
+    ) -> bool {
+        let mut progress = false;
+        while pipes.readable && pipes.input_open && self.engine.wants_input() {
+            match rx.read(buf) {
+                Ok(n) if n > 0 => {
+                    if self.recorder.is_some() {
+                        self.rec(
+                            now,
+                            Step::In {
+                                bytes: Bytes::from_slice(&buf[..n]),
+                            },
+                        );
+                    }
+                    self.engine.handle_input(&buf[..n], now);
+                    progress = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => pipes.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The end of input, or a read that failed: the input is over either way.
+                Ok(_) | Err(_) => {
+                    pipes.input_open = false;
+                    self.rec(now, Step::Eof);
+                    self.engine.handle_eof(now);
+                    let _ = self.poll.registry().deregister(rx);
+                    progress = true;
+                }
+            }
+        }
+        progress
+    }
+
+    /// Writes the engine's pending bytes while stdout is writable; whether anything happened.
+    fn write(&mut self, tx: &mut pipe::Sender, pipes: &mut Pipes, now: Time) -> bool {
+        let mut progress = false;
+        while pipes.writable {
+            let Some(pending) = self.engine.pending_write() else {
+                break;
+            };
+            match tx.write(pending) {
+                Ok(n) => {
+                    if self.recorder.is_some() {
+                        let b = Bytes::from_slice(&pending[..n]);
+                        self.rec(now, Step::Out { bytes: b });
+                    }
+                    self.engine.handle_written(n, now);
+                    progress = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => pipes.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.rec(now, Step::OutError);
+                    self.engine.handle_output_error(now);
+                    pipes.writable = false;
+                    progress = true;
+                }
+            }
+        }
+        progress
+    }
+
+    /// Hands the workers' events to the engine while it accepts them; whether any came.
+    fn worker_events(&mut self, now: Time) -> bool {
+        let mut progress = false;
+        while self.engine.accepts_worker_event() {
+            let Ok(ev) = self
+                .local_rx
+                .try_recv()
+                .or_else(|_| self.events_rx.try_recv())
+            else {
+                break;
+            };
+            if self.recorder.is_some() {
+                self.rec(now, Step::Worker { event: ev.clone() });
+            }
+            self.engine.handle_worker_event(ev, now);
+            progress = true;
+        }
+        progress
+    }
+
+    /// Fires the engine's timer when it is due; whether it was.
+    fn timer(&mut self, now: Time) -> bool {
+        let due = self.engine.poll_timeout().is_some_and(|d| d <= now);
+        if due {
+            self.rec(now, Step::Timeout);
+            self.engine.handle_timeout(now);
+        }
+        due
+    }
+}
+
+/// What the loop knows of the pipes: stdin readable and still open, stdout writable.
+struct Pipes {
+    readable: bool,
+    writable: bool,
+    input_open: bool,
 }
 
 #[cfg(test)]

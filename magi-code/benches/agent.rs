@@ -14,6 +14,8 @@
 
 #[path = "support/child.rs"]
 mod child;
+#[path = "support/floor.rs"]
+mod floor;
 
 use child::{median, pct, read_body, Child};
 use magi_code::client::pipe::Frames;
@@ -23,8 +25,6 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-const FLOOR: &str = env!("CARGO_BIN_EXE_mc-floor");
 
 impl Child {
     /// One turn: ms from `turn.start` to `run.finished`, the delta frames seen and the bytes
@@ -170,11 +170,11 @@ fn serve_sse(s: TcpStream, body: &[u8], pieces: usize, pause: Duration) {
     }
 }
 
-/// The floor: `mc-floor sse URL`, a process that reads the same SSE and writes one line per
+/// The floor: `<bench> mc-floor sse URL` (`support/floor.rs`), a process that reads the same SSE and writes one line per
 /// event; its stdout is read and parsed here exactly as the binary's is. Returns events/s.
 fn floor_stream(base: &str, events: usize) -> f64 {
     let t0 = Instant::now();
-    let mut child = std::process::Command::new(FLOOR)
+    let mut child = floor::command()
         .args(["sse", base])
         .stdout(Stdio::piped())
         .spawn()
@@ -264,6 +264,7 @@ fn status_during_stream(samples: usize) -> Vec<f64> {
 }
 
 fn main() {
+    floor::serve_if_asked();
     let quick = std::env::var_os("MC_BENCH_QUICK").is_some();
     let (prior, turns) = if quick { (500, 20) } else { (4_000, 50) };
     let fresh = echo_turns(0, turns);

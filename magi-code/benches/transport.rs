@@ -3,18 +3,22 @@
 //! - spawn → `initialize` response latency (median of many spawns), with the floor's
 //!   spawn → first response beside it;
 //! - pipelined `status` round trips per second over real pipes, against the floor program
-//!   (`mc-floor`: read a line, parse it with serde_json, write a fixed response);
+//!   (`support/floor.rs`, this executable run as `mc-floor`: read a line, parse it with serde_json, write a fixed response);
 //! - peak resident memory while fed 1 GiB of malformed lines, and while fed an oversize line.
 //!
 //! Run: `cargo bench -p magi-code --bench transport` (set `MC_BENCH_QUICK=1` for a short run).
 
+#[path = "support/floor.rs"]
+mod floor;
+
 use magi_code::client::pipe as client;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Instant;
 
 const SERVER: &str = env!("CARGO_BIN_EXE_magi-code");
-const FLOOR: &str = env!("CARGO_BIN_EXE_mc-floor");
+/// The floor, spawned as this executable (`support/floor.rs`).
+const FLOOR: &str = floor::ARG;
 
 fn req(id: &str, method: &str, params: &str) -> String {
     let params: serde_json::Value = serde_json::from_str(params).expect("bench params");
@@ -25,7 +29,7 @@ fn spawn(bin: &str, home: &std::path::Path) -> Child {
     let mut c = if bin == SERVER {
         client::serve_command(std::path::Path::new(bin))
     } else {
-        let mut c = Command::new(bin);
+        let mut c = floor::command();
         c.stdin(Stdio::piped()).stdout(Stdio::piped());
         c
     };
@@ -420,6 +424,7 @@ fn session_bench(quick: bool) -> SessionFigures {
 }
 
 fn main() {
+    floor::serve_if_asked();
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing useful either.
     let quick = std::env::var_os("MC_BENCH_QUICK").is_some();
     let spawns = if quick { 10 } else { 60 };

@@ -305,39 +305,54 @@ pub fn parse_params(method: Method, params: &Value, nested_duplicates: bool) -> 
         return client_tool_result(params);
     };
     use Capability as C;
-    Ok(match cap {
+    match cap {
         C::Initialize => {
             let names = initialize_names(params)?;
-            Request::Initialize {
+            Ok(Request::Initialize {
                 client_tools: initialize_client_tools(params, &names)?,
                 required: names.into_iter().map(str::to_owned).collect(),
-            }
+            })
         }
-        C::Status => {
+        C::Status | C::Shutdown | C::SessionCreate | C::ModelCatalogStatus => {
             exact(params, &[])?;
-            Request::Status
+            Ok(match cap {
+                C::Status => Request::Status,
+                C::Shutdown => Request::Shutdown,
+                C::SessionCreate => Request::SessionCreate,
+                _ => Request::ModelCatalogStatus,
+            })
         }
-        C::Shutdown => {
-            exact(params, &[])?;
-            Request::Shutdown
+        C::SessionOpen | C::SessionList | C::SessionDiscover | C::ModelCatalog => {
+            listing(cap, params)
         }
-        C::SessionCreate => {
-            exact(params, &[])?;
-            Request::SessionCreate
+        C::ModelRefresh => {
+            let m = exact(params, &["provider"])?;
+            Ok(Request::ModelRefresh {
+                provider: name_field(m, "provider")?,
+            })
         }
+        C::OperationCancel => {
+            let m = exact(params, &["request_id"])?;
+            Ok(Request::OperationCancel {
+                request_id: id_field(m, "request_id")?,
+            })
+        }
+        C::SelectionSet => selection_set(params),
+        C::HistoryPage | C::TurnStart | C::TurnCancel | C::ApprovalAnswer => {
+            session_request(cap, params)
+        }
+        C::ToolCards | C::ClientTools => Err(ErrorCode::UnsupportedMethod),
+    }
+}
+
+/// `session.open`, `session.list`, `session.discover` and `model.catalog`.
+fn listing(cap: Capability, params: &Value) -> R<Request> {
+    use Capability as C;
+    Ok(match cap {
         C::SessionOpen => {
             let m = exact(params, &["session_id"])?;
             Request::SessionOpen {
                 session_id: session_field(m)?,
-            }
-        }
-        C::SessionList => {
-            let m = exact(params, &["revision", "cursor", "limit"])?;
-            let (revision, cursor) = revision_pair(m)?;
-            Request::SessionList {
-                revision,
-                cursor,
-                limit: page_limit(m)?,
             }
         }
         C::SessionDiscover => {
@@ -347,52 +362,54 @@ pub fn parse_params(method: Method, params: &Value, nested_duplicates: bool) -> 
                 limit: page_limit(m)?,
             }
         }
-        C::ModelCatalog => {
+        _ => {
             let m = exact(params, &["revision", "cursor", "limit"])?;
             let (revision, cursor) = revision_pair(m)?;
-            Request::ModelCatalog {
-                revision,
-                cursor,
-                limit: page_limit(m)?,
+            let limit = page_limit(m)?;
+            if cap == C::SessionList {
+                Request::SessionList {
+                    revision,
+                    cursor,
+                    limit,
+                }
+            } else {
+                Request::ModelCatalog {
+                    revision,
+                    cursor,
+                    limit,
+                }
             }
         }
-        C::ModelCatalogStatus => {
-            exact(params, &[])?;
-            Request::ModelCatalogStatus
-        }
-        C::ModelRefresh => {
-            let m = exact(params, &["provider"])?;
-            Request::ModelRefresh {
-                provider: name_field(m, "provider")?,
-            }
-        }
-        C::OperationCancel => {
-            let m = exact(params, &["request_id"])?;
-            Request::OperationCancel {
-                request_id: id_field(m, "request_id")?,
-            }
-        }
-        C::SelectionSet => {
-            let m = exact(
-                params,
-                &[
-                    "session_id",
-                    "selection_revision",
-                    "catalog_revision",
-                    "provider",
-                    "model",
-                    "effort",
-                ],
-            )?;
-            Request::SelectionSet {
-                session_id: session_field(m)?,
-                selection_revision: id_field(m, "selection_revision")?,
-                catalog_revision: id_field(m, "catalog_revision")?,
-                provider: name_field(m, "provider")?,
-                model: name_field(m, "model")?,
-                effort: effort(m)?,
-            }
-        }
+    })
+}
+
+/// `selection.set`.
+fn selection_set(params: &Value) -> R<Request> {
+    let m = exact(
+        params,
+        &[
+            "session_id",
+            "selection_revision",
+            "catalog_revision",
+            "provider",
+            "model",
+            "effort",
+        ],
+    )?;
+    Ok(Request::SelectionSet {
+        session_id: session_field(m)?,
+        selection_revision: id_field(m, "selection_revision")?,
+        catalog_revision: id_field(m, "catalog_revision")?,
+        provider: name_field(m, "provider")?,
+        model: name_field(m, "model")?,
+        effort: effort(m)?,
+    })
+}
+
+/// `history.page`, `turn.start`, `turn.cancel` and `approval.answer`.
+fn session_request(cap: Capability, params: &Value) -> R<Request> {
+    use Capability as C;
+    Ok(match cap {
         C::HistoryPage => {
             let m = exact(params, &["session_id", "revision", "cursor"])?;
             Request::HistoryPage {
@@ -420,7 +437,7 @@ pub fn parse_params(method: Method, params: &Value, nested_duplicates: bool) -> 
                 run_id: id_field(m, "run_id")?,
             }
         }
-        C::ApprovalAnswer => {
+        _ => {
             let m = exact(params, &["session_id", "run_id", "approval_id", "allow"])?;
             Request::ApprovalAnswer {
                 session_id: session_field(m)?,
@@ -429,7 +446,6 @@ pub fn parse_params(method: Method, params: &Value, nested_duplicates: bool) -> 
                 allow: m.get("allow").and_then(Value::as_bool).ok_or(BAD)?,
             }
         }
-        C::ToolCards | C::ClientTools => return Err(ErrorCode::UnsupportedMethod),
     })
 }
 

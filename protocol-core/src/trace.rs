@@ -191,10 +191,6 @@ pub fn replay(text: &str) -> Report {
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
-    let bad = |line: usize, what: &str| Mismatch {
-        line,
-        what: what.to_owned(),
-    };
     match lines.next() {
         Some((_, l)) => match serde_json::from_str::<Header>(l) {
             Ok(h) if h.trace == TRACE_KIND && h.version == 1 => {}
@@ -224,17 +220,7 @@ pub fn replay(text: &str) -> Report {
                     .mismatches
                     .push(bad(line, "recorded instance_id is not a UUID"));
             }
-            children.insert(
-                rec.child.clone(),
-                Child {
-                    engine: Engine::new(Config::default(), REPLAY_INSTANCE_ID, now),
-                    commands: Default::default(),
-                    exit: None,
-                    recorded_instance: instance_id.clone(),
-                    recorded: Vec::new(),
-                    replayed: Vec::new(),
-                },
-            );
+            children.insert(rec.child.clone(), Child::start(instance_id, now));
             continue;
         }
         let Some(c) = children.get_mut(&rec.child) else {
@@ -243,70 +229,91 @@ pub fn replay(text: &str) -> Report {
                 .push(bad(line, "record before the child's start"));
             continue;
         };
-        match rec.step {
+        report.mismatches.extend(c.step(rec.step, line, now));
+        c.drain();
+    }
+    report.children = children.len();
+    report
+}
+
+/// A mismatch at `line`.
+fn bad(line: usize, what: &str) -> Mismatch {
+    Mismatch {
+        line,
+        what: what.to_owned(),
+    }
+}
+
+impl Child {
+    /// A replayed child whose recording started with `instance_id`.
+    fn start(instance_id: &str, now: Time) -> Self {
+        Self {
+            engine: Engine::new(Config::default(), REPLAY_INSTANCE_ID, now),
+            commands: Default::default(),
+            exit: None,
+            recorded_instance: instance_id.to_owned(),
+            recorded: Vec::new(),
+            replayed: Vec::new(),
+        }
+    }
+
+    /// Replays one recorded step at trace line `line`; what differed.
+    fn step(&mut self, step: Step, line: usize, now: Time) -> Vec<Mismatch> {
+        let mut out = Vec::new();
+        match step {
             Step::Start { .. } => {}
             Step::In { bytes } => match bytes.to_vec() {
-                Some(b) if c.engine.wants_input() => c.engine.handle_input(&b, now),
-                Some(_) => report
-                    .mismatches
-                    .push(bad(line, "engine did not want input here")),
-                None => report.mismatches.push(bad(line, "bad hex")),
+                Some(b) if self.engine.wants_input() => self.engine.handle_input(&b, now),
+                Some(_) => out.push(bad(line, "engine did not want input here")),
+                None => out.push(bad(line, "bad hex")),
             },
-            Step::Eof => c.engine.handle_eof(now),
-            Step::Worker { event } => c.engine.handle_worker_event(event, now),
-            Step::Timeout => c.engine.handle_timeout(now),
-            Step::OutError => c.engine.handle_output_error(now),
+            Step::Eof => self.engine.handle_eof(now),
+            Step::Worker { event } => self.engine.handle_worker_event(event, now),
+            Step::Timeout => self.engine.handle_timeout(now),
+            Step::OutError => self.engine.handle_output_error(now),
             Step::Command { command } => {
-                c.drain();
-                match c.commands.pop_front() {
+                self.drain();
+                match self.commands.pop_front() {
                     Some(got) if got == command => {}
-                    Some(got) => report.mismatches.push(bad(
+                    Some(got) => out.push(bad(
                         line,
                         &format!(
                             "command differs: got {}",
                             serde_json::to_string(&got).unwrap_or_default()
                         ),
                     )),
-                    None => report
-                        .mismatches
-                        .push(bad(line, "expected command was not emitted")),
+                    None => out.push(bad(line, "expected command was not emitted")),
                 }
             }
             Step::Out { bytes } => {
-                c.drain();
+                self.drain();
                 let Some(want) = bytes.to_vec() else {
-                    report.mismatches.push(bad(line, "bad hex"));
-                    continue;
+                    out.push(bad(line, "bad hex"));
+                    return out;
                 };
-                let got = c.engine.pending_write().unwrap_or_default();
+                let got = self.engine.pending_write().unwrap_or_default();
                 let n = want.len().min(got.len());
                 if n < want.len() {
-                    report.mismatches.push(bad(
+                    out.push(bad(
                         line,
                         "the engine had less output pending than was recorded",
                     ));
                 }
-                c.replayed.extend_from_slice(&got[..n]);
-                c.recorded.extend_from_slice(&want);
-                c.engine.handle_written(n, now);
-                for what in compare_frames(c) {
-                    report.mismatches.push(bad(line, &what));
-                }
+                self.replayed.extend_from_slice(&got[..n]);
+                self.recorded.extend_from_slice(&want);
+                self.engine.handle_written(n, now);
+                out.extend(compare_frames(self).iter().map(|w| bad(line, w)));
             }
             Step::Exit { code } => {
-                c.drain();
-                if c.exit != Some(code) {
-                    report.mismatches.push(bad(
-                        line,
-                        &format!("exit differs: got {:?}, want {code}", c.exit),
-                    ));
+                self.drain();
+                if self.exit != Some(code) {
+                    let what = format!("exit differs: got {:?}, want {code}", self.exit);
+                    out.push(bad(line, &what));
                 }
             }
         }
-        c.drain();
+        out
     }
-    report.children = children.len();
-    report
 }
 
 /// Compares the complete frames seen so far: equal bytes once the recorded instance ID is

@@ -107,6 +107,16 @@ pub enum OpOutcome {
     Error(ErrorCode),
 }
 
+impl OpOutcome {
+    /// The response's result or error.
+    pub fn into_result(self) -> Result<Value, ErrorCode> {
+        match self {
+            Self::Result(v) => Ok(v),
+            Self::Error(c) => Err(c),
+        }
+    }
+}
+
 /// Something a worker reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]

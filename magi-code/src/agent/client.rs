@@ -1,9 +1,10 @@
 //! Which model client a run (a turn or a subagent) talks to, and how its model takes effort.
 
 use super::params::LoopParams;
+use crate::config::providers;
 use crate::history::ToolSpec;
 use crate::providers::model::Thinking;
-use crate::providers::{self, load_script, HttpModel, ModelClient, ScriptedModel};
+use crate::providers::{load_script, HttpModel, ModelClient, ScriptedModel};
 use crate::runtime::Runtime;
 use crate::session::Selection;
 use protocol_core::ErrorCode;
@@ -19,11 +20,15 @@ pub fn client(
     turn: Option<usize>,
     session_id: &str,
 ) -> Result<Box<dyn ModelClient>, ErrorCode> {
-    Ok(match (provider, model, turn) {
-        ("scripted", "echo", _) | ("scripted", "script", None) => {
-            Box::new(ScriptedModel::echo(prompt))
-        }
-        ("scripted", "script", Some(turn)) => {
+    if !providers::is_offline(provider) {
+        return match crate::providers::target(rt, provider, model) {
+            Some(t) => Ok(Box::new(HttpModel::new(t).in_session(session_id))),
+            None => Err(ErrorCode::ProviderUnavailable),
+        };
+    }
+    Ok(match (model, turn) {
+        (providers::ECHO, _) | (providers::SCRIPT, None) => Box::new(ScriptedModel::echo(prompt)),
+        (providers::SCRIPT, Some(turn)) => {
             let script = rt
                 .settings
                 .scripted_script
@@ -32,10 +37,7 @@ pub fn client(
                 .ok_or(ErrorCode::ExecutionFailed)?;
             Box::new(ScriptedModel::script(script[turn % script.len()].clone()))
         }
-        (provider, model, _) => match providers::target(rt, provider, model) {
-            Some(t) => Box::new(HttpModel::new(t).in_session(session_id)),
-            None => return Err(ErrorCode::ProviderUnavailable),
-        },
+        _ => return Err(ErrorCode::ProviderUnavailable),
     })
 }
 
@@ -44,18 +46,20 @@ pub fn client(
 /// unbounded for the scripted provider, which reads no conversation.
 #[must_use]
 pub fn context_window(rt: &Runtime, provider: &str, model: &str) -> u64 {
-    if provider == "scripted" {
+    if providers::is_offline(provider) {
         u64::MAX
     } else {
         crate::catalog::cache::context_window(rt, provider, model)
     }
 }
 
-/// How `provider`/`model` takes an explicit effort: only Anthropic has two ways, and its
-/// catalog entry says which (one bounded read).
+/// How `provider`/`model` takes an explicit effort: only the Anthropic Messages API has two
+/// ways, and the model's catalog entry says which (one bounded read).
 #[must_use]
 pub fn thinking(rt: &Runtime, provider: &str, model: &str, effort: Option<&str>) -> Thinking {
-    if provider == "anthropic" && effort.is_some() {
+    let anthropic = providers::builtin(provider).and_then(|r| r.wire())
+        == Some(providers::WireApi::AnthropicMessages);
+    if anthropic && effort.is_some() {
         crate::catalog::cache::thinking(rt, provider, model)
     } else {
         Thinking::Adaptive

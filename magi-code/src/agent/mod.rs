@@ -123,10 +123,11 @@ fn attached(
             let selection = st.selection.clone();
             // The scripted provider never reads the conversation: copy it only for a real
             // one, so an echo turn's cost does not grow with the session.
-            let scripted = selection
-                .as_ref()
-                .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str())
-                == "scripted";
+            let scripted = crate::config::providers::is_offline(
+                selection
+                    .as_ref()
+                    .map_or(ctx.rt.settings.provider.as_str(), |s| s.provider.as_str()),
+            );
             let history = if scripted {
                 a.history
                     .as_ref()

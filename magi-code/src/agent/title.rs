@@ -5,9 +5,10 @@
 //! appended as a `title` record. Every failure is silent: no diagnostic, no event, no record.
 
 use super::emit::TurnCtx;
+use crate::config::providers;
 use crate::history::{display_title, Body, Item, Record};
 use crate::providers::model::{StopReason, Thinking};
-use crate::providers::{self, HttpModel, ModelClient, ModelEvent, ModelRequest, ScriptedModel};
+use crate::providers::{HttpModel, ModelClient, ModelEvent, ModelRequest, ScriptedModel};
 use crate::providers::{StepFailure, StepSink};
 use crate::run::{Finished, Persistence, RunOutcome};
 use crate::runtime::Runtime;
@@ -56,7 +57,7 @@ pub fn due(
     if finished.outcome != RunOutcome::Completed || finished.persistence != Persistence::Durable {
         return None;
     }
-    if selection.provider == "scripted" && selection.model != "echo" {
+    if providers::is_offline(&selection.provider) && selection.model != providers::ECHO {
         return None;
     }
     let st = ctx.state();
@@ -142,14 +143,17 @@ impl StepSink for Collect<'_> {
 /// the request fails, the session is no longer the attachment or it got a title meanwhile.
 /// The session lock is taken only to append, never while the request is out.
 pub fn run(job: &TitleJob, rt: &Runtime, session: &Mutex<SessionState>, cancel: &Cancel) {
-    let mut client: Box<dyn ModelClient> = match (job.provider.as_str(), job.model.as_str()) {
+    let mut client: Box<dyn ModelClient> = if providers::is_offline(&job.provider) {
         // The offline echo model titles a session with its first input's words.
-        ("scripted", "echo") => Box::new(ScriptedModel::echo(&job.input)),
-        ("scripted", _) => return,
-        (provider, model) => match providers::target(rt, provider, model) {
+        if job.model != providers::ECHO {
+            return;
+        }
+        Box::new(ScriptedModel::echo(&job.input))
+    } else {
+        match crate::providers::target(rt, &job.provider, &job.model) {
             Some(t) => Box::new(HttpModel::new(t).in_session(&job.session_id)),
             None => return,
-        },
+        }
     };
     let items = [Item::User {
         text: format!(

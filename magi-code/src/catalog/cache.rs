@@ -176,7 +176,7 @@ pub fn thinking(rt: &Runtime, provider: &str, model: &str) -> Thinking {
 /// empty is unsupported, else the explicit levels; the built-in `scripted` models have none.
 #[must_use]
 pub fn efforts(rt: &Runtime, provider: &str, model: &str) -> Option<Vec<String>> {
-    if provider == "scripted" {
+    if crate::config::providers::is_offline(provider) {
         return Some(Vec::new());
     }
     let mut bytes_left = CATALOG_FILE_BYTES;

@@ -3,7 +3,7 @@
 
 use super::cache::{read_cache, Cache, Model};
 use super::effort::{effort_support, selection_id, wire_effort};
-use crate::config::settings::BUILTIN_PROVIDERS;
+use crate::config::providers::{self, Kind};
 use crate::providers::provider_ready;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// Every provider of the admitted settings, in byte order.
 #[must_use]
 pub fn providers(rt: &Runtime) -> Vec<String> {
-    let mut p: BTreeSet<String> = BUILTIN_PROVIDERS.iter().map(|s| (*s).to_owned()).collect();
+    let mut p: BTreeSet<String> = providers::names().map(str::to_owned).collect();
     p.extend(rt.settings.compat.keys().cloned());
     p.into_iter().collect()
 }
@@ -37,28 +37,24 @@ pub fn enabled(rt: &Runtime) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-fn scripted_models() -> Vec<Model> {
-    ["echo", "script"]
-        .iter()
-        .map(|m| Model {
-            id: (*m).into(),
-            name: None,
-            efforts: Some(Vec::new()),
-            retired: false,
-            thinking: crate::providers::model::Thinking::Adaptive,
-            context_window: None,
-        })
-        .collect()
+/// The models of an offline provider, which has no cache: its fixed list, without effort.
+fn offline_models(provider: &str) -> Option<Vec<Model>> {
+    let Kind::Offline { models } = providers::builtin(provider)?.kind else {
+        return None;
+    };
+    let model = |m: &&str| Model {
+        id: (*m).into(),
+        name: None,
+        efforts: Some(Vec::new()),
+        retired: false,
+        thinking: crate::providers::model::Thinking::Adaptive,
+        context_window: None,
+    };
+    Some(models.iter().map(model).collect())
 }
 
 fn provider_display(provider: &str) -> Option<&'static str> {
-    match provider {
-        "anthropic" => Some("Anthropic"),
-        "codex" => Some("Codex"),
-        "openai" => Some("OpenAI"),
-        "scripted" => Some("Scripted"),
-        _ => None,
-    }
+    providers::builtin(provider).map(|r| r.display)
 }
 
 /// What one scan saw.
@@ -92,8 +88,8 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
         }
         let relevant = enabled.iter().any(|(p, _)| *p == provider) || selected == provider;
         hasher.update(provider.as_bytes());
-        let models = if provider == "scripted" {
-            scripted_models()
+        let models = if let Some(models) = offline_models(&provider) {
+            models
         } else {
             match read_cache(rt, &provider, &mut hasher, &mut bytes_left)? {
                 Cache::Models { models, .. } => {

@@ -2,7 +2,8 @@
 
 use super::cache::{read_cache, Cache};
 use super::scan::{enabled, providers};
-use crate::providers::api_key;
+use crate::config::providers::{self, Kind};
+use crate::providers::target::keyed;
 use crate::runtime::Runtime;
 use crate::util::cancel::Cancel;
 use crate::wire::results::{self as wire, ModelCatalogStatusResult, ProviderStatus};
@@ -10,6 +11,14 @@ use protocol_core::limits::CATALOG_SCAN_BYTES;
 use protocol_core::ErrorCode;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+/// How many models an offline provider has (it has no cache), or `None` for another.
+fn offline(provider: &str) -> Option<usize> {
+    match providers::builtin(provider)?.kind {
+        Kind::Offline { models } => Some(models.len()),
+        Kind::Http { .. } => None,
+    }
+}
 
 /// The catalog state of one provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,24 +76,16 @@ pub fn status(rt: &Runtime, cancel: &Cancel) -> Result<Value, ErrorCode> {
             return Err(ErrorCode::OperationCancelled);
         }
         let is_enabled = enabled.iter().any(|(p, _)| *p == provider);
-        let (state, count, fetched) = if provider == "scripted" {
+        let (state, count, fetched) = if let Some(row) = offline(&provider) {
             let state = if is_enabled {
                 ProviderState::Ready
             } else {
                 ProviderState::NotEnabled
             };
-            (state, 2, None)
+            (state, row, None)
         } else {
             let cache = read_cache(rt, &provider, &mut hasher, &mut bytes_left)?;
-            let keyed = match provider.as_str() {
-                "anthropic" | "openai" => api_key(&provider, &rt.root).is_some(),
-                "codex" => crate::providers::codex::ready_now(),
-                other => rt.settings.compat.get(other).is_some_and(|c| {
-                    c.api_key_env
-                        .as_ref()
-                        .is_none_or(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty()))
-                }),
-            };
+            let keyed = keyed(&rt.settings, &rt.root, &provider);
             match cache {
                 _ if !is_enabled => (ProviderState::NotEnabled, 0, None),
                 Cache::Missing => (ProviderState::CacheMissing, 0, None),

@@ -1,28 +1,9 @@
-//! `providers.codex`: the built-in `codex` provider takes `auth_url` (the token endpoint's
-//! origin, overridable for tests) besides what every built-in HTTP provider takes.
+//! `providers.codex.auth_url`: the token endpoint's origin of the built-in provider that
+//! signs in with the Codex CLI (overridable for tests), besides what every built-in HTTP
+//! provider takes (`providers::Row::settings_keys`).
 
 use super::invalid::Invalid;
 use serde_json::{Map, Value};
-
-/// The keys `providers.<name>` of built-in HTTP provider `name` may hold.
-pub(super) fn keys(name: &str) -> &'static [&'static str] {
-    if name == "codex" {
-        &[
-            "base_url",
-            "auth_url",
-            "max_output_tokens",
-            "context_window",
-            "prompt_caching",
-        ]
-    } else {
-        &[
-            "base_url",
-            "max_output_tokens",
-            "context_window",
-            "prompt_caching",
-        ]
-    }
-}
 
 /// `auth_url`, if given: a non-empty string of at most 4096 bytes without control characters
 /// (as every settings string).

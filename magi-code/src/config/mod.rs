@@ -13,6 +13,7 @@ pub mod invalid;
 mod mcp_servers;
 pub mod policy;
 pub mod profiles;
+pub mod providers;
 pub mod settings;
 pub mod shell_env;
 pub mod skills;

@@ -17,7 +17,6 @@ pub const MAX_PROVIDERS: usize = protocol_core::limits::CATALOG_PROVIDERS;
 /// Longest scripted startup delay.
 pub const MAX_STARTUP_DELAY_MS: u64 = 10_000;
 /// The built-in providers.
-pub const BUILTIN_PROVIDERS: [&str; 4] = ["anthropic", "codex", "openai", "scripted"];
 /// `runner.max_steps`: default and largest (runner.md §2).
 pub const DEFAULT_MAX_STEPS: u32 = 200;
 /// Largest `runner.max_steps`.
@@ -42,15 +41,7 @@ pub use super::policy::Policy;
 
 type R<T> = Result<T, Invalid>;
 
-/// The request shape a configured provider speaks (runner.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WireApi {
-    /// Chat Completions (`POST {base}/chat/completions`), the default.
-    #[default]
-    Chat,
-    /// The Responses API (`POST {base}/responses`).
-    Responses,
-}
+pub use super::providers::WireApi;
 
 /// A configured OpenAI-compatible provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +129,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            provider: "scripted".into(),
+            provider: super::providers::SCRIPTED.name.into(),
             model: "echo".into(),
             effort: "default".into(),
             catalog_enabled: Vec::new(),
@@ -409,8 +400,9 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                         }
                     }
                 }
-                "scripted" => {
-                    let c = obj(cfg, &["script", "startup_delay_ms"])?;
+                name if super::providers::is_offline(name) => {
+                    let row = super::providers::SCRIPTED;
+                    let c = obj(cfg, row.settings_keys())?;
                     if let Some(v) = c.get("script") {
                         s.scripted_script = Some(string(v)?);
                     }
@@ -421,17 +413,18 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                             .ok_or(Invalid("startup_delay_ms"))?;
                     }
                 }
-                "anthropic" | "openai" | "codex" => {
+                name if super::providers::builtin(name).is_some() => {
                     // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
-                    let c = obj(cfg, super::codex::keys(name))?;
+                    let row = super::providers::builtin(name).ok_or(Invalid("provider name"))?;
+                    let c = obj(cfg, row.settings_keys())?;
                     s.codex_auth_url =
                         super::codex::auth_url(c)?.or_else(|| s.codex_auth_url.take());
                     if let Some(v) = c.get("base_url") {
-                        s.builtin_base_urls.insert(name.clone(), string(v)?);
+                        s.builtin_base_urls.insert(name.to_owned(), string(v)?);
                     }
                     provider_window(&mut s, name, c)?;
                     if let Some(n) = max_output_tokens(c)? {
-                        s.max_output_tokens.insert(name.clone(), n);
+                        s.max_output_tokens.insert(name.to_owned(), n);
                     }
                 }
                 other => {
@@ -463,8 +456,8 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                     };
                     let api_key_env = c.get("api_key_env").map(string).transpose()?;
                     let wire_api = match c.get("wire_api").map(Value::as_str) {
-                        None | Some(Some("chat")) => WireApi::Chat,
-                        Some(Some("responses")) => WireApi::Responses,
+                        None | Some(Some("chat")) => WireApi::OpenAiChat,
+                        Some(Some("responses")) => WireApi::OpenAiResponses,
                         Some(_) => return Err(Invalid("wire_api")),
                     };
                     if let Some(n) = max_output_tokens(c)? {
@@ -481,7 +474,7 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                 }
             }
         }
-        if s.compat.len() + BUILTIN_PROVIDERS.len() > MAX_PROVIDERS {
+        if s.compat.len() + super::providers::BUILTIN.len() > MAX_PROVIDERS {
             return Err(Invalid("too many providers"));
         }
     }
@@ -794,13 +787,13 @@ mod tests {
     #[test]
     fn wire_api_only_on_configured_providers() {
         let w = |v: Value| one(compat(json!({"wire_api": v}))).map(|s| s.compat["local"].wire_api);
-        assert_eq!(w(json!("chat")), Ok(WireApi::Chat));
-        assert_eq!(w(json!("responses")), Ok(WireApi::Responses));
+        assert_eq!(w(json!("chat")), Ok(WireApi::OpenAiChat));
+        assert_eq!(w(json!("responses")), Ok(WireApi::OpenAiResponses));
         assert!(w(json!("completions")).is_err());
         assert!(w(json!(1)).is_err());
         assert_eq!(
             one(compat(json!({}))).unwrap().compat["local"].wire_api,
-            WireApi::Chat
+            WireApi::OpenAiChat
         );
         for name in ["anthropic", "openai", "scripted"] {
             let v = json!({"providers": {name: {"wire_api": "responses"}}});
@@ -821,7 +814,7 @@ mod tests {
         assert_eq!((s.max_steps, s.context_window), (20, 5_000));
         let local = &s.compat["local"];
         assert_eq!(local.base_url, "http://127.0.0.1/v1");
-        assert_eq!(local.wire_api, WireApi::Responses);
+        assert_eq!(local.wire_api, WireApi::OpenAiResponses);
         assert_eq!(s.max_output_tokens_of("local"), 200);
         assert_eq!(s.max_output_tokens_of("openai"), 7);
         assert_eq!(s.max_output_tokens_of("anthropic"), 9);

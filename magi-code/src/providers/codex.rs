@@ -13,8 +13,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The Codex CLI's OAuth client.
 pub const CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
-/// Where requests go unless `providers.codex.base_url` says otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api/codex";
 /// The token endpoint's origin unless `providers.codex.auth_url` says otherwise.
 pub const DEFAULT_AUTH_URL: &str = "https://auth.openai.com";
 /// Most bytes of `auth.json` read.

@@ -7,16 +7,7 @@ pub use crate::history::replay::{Item, ToolSpec};
 use crate::wire::DiagnosticCode;
 use serde_json::Value;
 
-/// Which wire API a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WireApi {
-    /// The Anthropic Messages API: `POST {base}/v1/messages`.
-    AnthropicMessages,
-    /// The OpenAI Responses API: `POST {base}/responses`.
-    OpenAiResponses,
-    /// OpenAI Chat Completions: `POST {base}/chat/completions`.
-    OpenAiChat,
-}
+pub use crate::config::providers::WireApi;
 
 /// How an Anthropic model takes effort (`backend.md` catalog field `thinking`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

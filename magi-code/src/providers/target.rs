@@ -1,20 +1,10 @@
 //! Which HTTP provider a selection names, whether a provider is locally ready, and its key.
 
-use super::model::WireApi;
+pub use crate::config::providers::Api;
+use crate::config::providers::{self, Kind, WireApi};
 use crate::config::settings::{self, Settings};
 use crate::runtime::Runtime;
 use std::path::Path;
-
-/// Which vendor's conventions a target follows: authentication and the model listing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// `authorization: Bearer`, `GET {base}/models`.
-    OpenAi,
-    /// `x-api-key` and `anthropic-version`, `GET {base}/v1/models`.
-    Anthropic,
-    /// A ChatGPT sign-in from the Codex CLI's `auth.json` (`providers/codex.rs`).
-    Codex,
-}
 
 /// Where a `codex` target's sign-in lives and is refreshed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,53 +86,42 @@ pub fn local_chat(base_url: &str) -> Target {
 pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
     let s = &rt.settings;
     let mut codex = None;
-    let (api, wire, base_url, key) = match provider {
-        "codex" => {
-            if !super::codex::ready_now() {
-                return None;
+    let (api, wire, base_url, key) = match providers::builtin(provider).map(|r| r.kind) {
+        Some(Kind::Offline { .. }) => return None,
+        Some(Kind::Http {
+            api,
+            wire,
+            base_url,
+            key_env,
+        }) => {
+            let key = match key_env {
+                Some(_) => Some(api_key(provider, &rt.root)?),
+                None => None,
+            };
+            if api == Api::Codex {
+                if !super::codex::ready_now() {
+                    return None;
+                }
+                codex = Some(CodexAuth {
+                    path: super::codex::auth_path()?,
+                    auth_url: s
+                        .codex_auth_url
+                        .clone()
+                        .unwrap_or_else(|| super::codex::DEFAULT_AUTH_URL.into())
+                        .trim_end_matches('/')
+                        .to_owned(),
+                });
             }
-            codex = Some(CodexAuth {
-                path: super::codex::auth_path()?,
-                auth_url: s
-                    .codex_auth_url
-                    .clone()
-                    .unwrap_or_else(|| super::codex::DEFAULT_AUTH_URL.into())
-                    .trim_end_matches('/')
-                    .to_owned(),
-            });
-            let base = s.builtin_base_urls.get("codex").cloned();
-            let base = base.unwrap_or_else(|| super::codex::DEFAULT_BASE_URL.into());
-            (Api::Codex, WireApi::OpenAiResponses, base, None)
+            let base = s.builtin_base_urls.get(provider).cloned();
+            (api, wire, base.unwrap_or_else(|| base_url.into()), key)
         }
-        "openai" => (
-            Api::OpenAi,
-            WireApi::OpenAiResponses,
-            s.builtin_base_urls
-                .get("openai")
-                .cloned()
-                .unwrap_or_else(|| "https://api.openai.com/v1".into()),
-            Some(api_key("openai", &rt.root)?),
-        ),
-        "anthropic" => (
-            Api::Anthropic,
-            WireApi::AnthropicMessages,
-            s.builtin_base_urls
-                .get("anthropic")
-                .cloned()
-                .unwrap_or_else(|| "https://api.anthropic.com".into()),
-            Some(api_key("anthropic", &rt.root)?),
-        ),
-        other => {
-            let c = s.compat.get(other)?;
+        None => {
+            let c = s.compat.get(provider)?;
             let key = match &c.api_key_env {
                 Some(var) => Some(loaded(std::env::var(var).ok().filter(|k| !k.is_empty())?)),
                 None => None,
             };
-            let wire = match c.wire_api {
-                crate::config::WireApi::Chat => WireApi::OpenAiChat,
-                crate::config::WireApi::Responses => WireApi::OpenAiResponses,
-            };
-            (Api::OpenAi, wire, c.base_url.clone(), key)
+            (Api::OpenAi, c.wire_api, c.base_url.clone(), key)
         }
     };
     Some(Target {
@@ -160,31 +139,42 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
 
 /// Whether the selected provider/model is locally ready (no network).
 pub fn provider_ready(s: &Settings, root: &Path) -> bool {
-    match s.provider.as_str() {
-        "scripted" => match s.model.as_str() {
-            "echo" => true,
-            "script" => s
+    match providers::builtin(&s.provider).map(|r| r.kind) {
+        Some(Kind::Offline { .. }) => match s.model.as_str() {
+            providers::ECHO => true,
+            providers::SCRIPT => s
                 .scripted_script
                 .as_deref()
                 .is_some_and(|p| Path::new(p).is_file()),
             _ => false,
         },
-        p @ ("anthropic" | "openai") => api_key(p, root).is_some(),
-        "codex" => super::codex::ready_now(),
-        other => match s.compat.get(other) {
-            Some(c) => c
-                .api_key_env
+        _ => keyed(s, root, &s.provider),
+    }
+}
+
+/// Whether an HTTP provider's credentials are at hand: its key (variable or
+/// `credentials.json`), the Codex CLI's sign-in, or a configured provider's `api_key_env`
+/// set (or none needed). False for the offline provider and for unknown names.
+#[must_use]
+pub fn keyed(s: &Settings, root: &Path, provider: &str) -> bool {
+    match providers::builtin(provider).map(|r| r.kind) {
+        Some(Kind::Offline { .. }) => false,
+        Some(Kind::Http {
+            api: Api::Codex, ..
+        }) => super::codex::ready_now(),
+        Some(Kind::Http { .. }) => api_key(provider, root).is_some(),
+        None => s.compat.get(provider).is_some_and(|c| {
+            c.api_key_env
                 .as_ref()
-                .is_none_or(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty())),
-            None => false,
-        },
+                .is_none_or(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty()))
+        }),
     }
 }
 
 /// Loads every provider key the settings name (the built-ins' and each configured
 /// `api_key_env`), so redaction knows them before any text is shown (`decisions.md` 35 (a)).
 pub fn load_keys(s: &Settings, root: &Path) {
-    for p in ["anthropic", "openai"] {
+    for p in providers::names() {
         let _ = api_key(p, root);
     }
     if let Some(path) = super::codex::auth_path() {
@@ -207,9 +197,10 @@ fn loaded(key: String) -> String {
 /// (`{"<provider>": {"api_key": "..."}}`, read with a 1 MiB bound). Redaction knows it from
 /// then on.
 pub fn api_key(provider: &str, root: &Path) -> Option<String> {
-    let var = match provider {
-        "anthropic" => "ANTHROPIC_API_KEY",
-        "openai" => "OPENAI_API_KEY",
+    let var = match providers::builtin(provider)?.kind {
+        Kind::Http {
+            key_env: Some(var), ..
+        } => var,
         _ => return None,
     };
     if let Some(k) = std::env::var(var).ok().filter(|k| !k.is_empty()) {

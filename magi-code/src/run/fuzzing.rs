@@ -52,7 +52,7 @@ pub fn config(window: u64, hooks: Hooks) -> Config {
         seed: 7,
         prompt: "do the thing".into(),
         history: Snapshot::default(),
-        provider: "anthropic".into(),
+        provider: "fuzz".into(),
         fixed_bytes: 400,
         max_output_tokens: 1_000,
         max_steps: 8,

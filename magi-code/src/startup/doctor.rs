@@ -248,50 +248,49 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// Why the selected provider is not locally ready, if it is not.
 fn provider(s: &Settings, root: &Path) -> Option<Finding> {
+    use crate::config::providers::{self, Api, Kind};
     let p = s.provider.as_str();
     let place = format!("provider {p}");
-    match p {
-        "scripted" => scripted(s, &place),
-        "anthropic" | "openai" => {
-            let var = if p == "anthropic" {
-                "ANTHROPIC_API_KEY"
-            } else {
-                "OPENAI_API_KEY"
-            };
-            crate::providers::target::api_key(p, root)
-                .is_none()
-                .then(|| {
-                    let what = format!("{var} is not set and credentials.json has no key");
-                    let fix = format!(
-                        "export {var}=… or add {{\"{p}\": {{\"api_key\": …}}}} to credentials.json"
-                    );
-                    finding(place, what, Some(fix))
-                })
+    if crate::providers::target::keyed(s, root, p) {
+        return None;
+    }
+    match providers::builtin(p).map(|r| r.kind) {
+        Some(Kind::Offline { .. }) => scripted(s, &place),
+        Some(Kind::Http {
+            key_env: Some(var), ..
+        }) => {
+            let what = format!("{var} is not set and credentials.json has no key");
+            let fix = format!(
+                "export {var}=… or add {{\"{p}\": {{\"api_key\": …}}}} to credentials.json"
+            );
+            Some(finding(place, what, Some(fix)))
         }
-        "codex" => (!crate::providers::codex::ready_now()).then(|| {
+        Some(Kind::Http {
+            api: Api::Codex, ..
+        }) => {
             let file = crate::providers::codex::auth_path().map_or_else(
                 || "$CODEX_HOME/auth.json".into(),
                 |f| f.display().to_string(),
             );
             let what = format!("{file} holds no usable ChatGPT sign-in");
-            finding(place, what, Some("run codex login".into()))
-        }),
-        other => match s.compat.get(other) {
-            Some(c) => c.api_key_env.as_ref().and_then(|v| {
-                let set = std::env::var_os(v).is_some_and(|k| !k.is_empty());
-                (!set).then(|| {
-                    let fix = format!("export {v}=…");
-                    finding(place, format!("{v} is not set"), Some(fix))
-                })
+            Some(finding(place, what, Some("run codex login".into())))
+        }
+        Some(Kind::Http { .. }) => None,
+        None => match s.compat.get(p) {
+            Some(c) => c.api_key_env.as_ref().map(|v| {
+                let fix = format!("export {v}=…");
+                finding(place, format!("{v} is not set"), Some(fix))
             }),
             None => {
-                let builtin = settings::BUILTIN_PROVIDERS.join(", ");
-                let what =
-                    format!("is neither built in ({builtin}) nor configured under providers");
+                let builtin: Vec<&str> = providers::names().collect();
+                let what = format!(
+                    "is neither built in ({}) nor configured under providers",
+                    builtin.join(", ")
+                );
                 Some(finding(
                     place,
                     what,
-                    Some(format!("add providers.{other} or pick a built-in provider")),
+                    Some(format!("add providers.{p} or pick a built-in provider")),
                 ))
             }
         },
@@ -299,20 +298,14 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
 }
 
 fn scripted(s: &Settings, place: &str) -> Option<Finding> {
+    use crate::config::providers::{ECHO, SCRIPT, SCRIPTED};
+    let key = format!("providers.{}.script", SCRIPTED.name);
     match s.model.as_str() {
-        "echo" => None,
-        "script" => match s.scripted_script.as_deref() {
+        ECHO => None,
+        SCRIPT => match s.scripted_script.as_deref() {
             Some(path) if Path::new(path).is_file() => None,
-            Some(path) => Some(finding(
-                "providers.scripted.script",
-                format!("{path} is not a file"),
-                None,
-            )),
-            None => Some(finding(
-                "providers.scripted.script",
-                "is not set (model script needs it)",
-                None,
-            )),
+            Some(path) => Some(finding(key, format!("{path} is not a file"), None)),
+            None => Some(finding(key, "is not set (model script needs it)", None)),
         },
         other => Some(finding(
             place,

@@ -136,93 +136,18 @@ impl Engine {
             Request::Initialize {
                 required,
                 client_tools,
-            } => {
-                let names: Vec<&str> = required.iter().map(String::as_str).collect();
-                // Checked in admit; recomputed here to keep the set.
-                let Ok(set) = negotiate(&names, self.config.supported) else {
-                    return;
-                };
-                self.negotiated = set;
-                self.state = State::Starting { init_id: id };
-                self.status_cache = None;
-                self.reserved += 1;
-                let capabilities = set.iter().map(|c| c.as_str().to_owned()).collect();
-                self.client_tools = client_tools.iter().map(|t| t.name.clone()).collect();
-                self.outputs
-                    .push_back(Output::Worker(WorkerCommand::StartInit {
-                        capabilities,
-                        client_tools,
-                    }));
-            }
-            Request::Status => {
-                let raw = match self.status_cache.take() {
-                    Some(raw) => raw,
-                    None => serde_json::to_vec(&self.status_value()).unwrap_or_default(),
-                };
-                let instance = &self.instance_id;
-                if self
-                    .outq
-                    .push(now, |seq, b| {
-                        encode::result_raw(b, instance, seq, &id, &raw)
-                    })
-                    .is_err()
-                {
-                    self.stop(StopReason::QueueOverflow, now);
-                }
-                self.status_cache = Some(raw);
-            }
+            } => self.initialize(id, &required, client_tools),
+            Request::Status => self.status(&id, now),
             Request::Shutdown => {
                 self.respond(Some(&id), Ok(json!({ "state": "stopping" })), now);
                 self.stop(StopReason::Shutdown, now);
             }
-            Request::OperationCancel { request_id } => match &mut self.op {
-                Some(op) if op.id.as_str() == request_id && !op.answered => {
-                    op.answered = true;
-                    let target = op.id.clone();
-                    self.outputs
-                        .push_back(Output::Worker(WorkerCommand::CancelOp {
-                            id: target.clone(),
-                        }));
-                    self.respond(
-                        Some(&id),
-                        Ok(json!({ "cancellation_requested": true })),
-                        now,
-                    );
-                    self.reserved -= 1;
-                    self.respond(Some(&target), Err(ErrorCode::OperationCancelled), now);
-                }
-                _ => self.respond(Some(&id), Err(ErrorCode::StaleOperation), now),
-            },
+            Request::OperationCancel { request_id } => self.cancel_op(&id, &request_id, now),
             Request::TurnStart { session_id, prompt } => {
-                if let Err(code) = self.check_session(&session_id) {
-                    self.respond(Some(&id), Err(code), now);
-                } else if self.op.is_some() || self.turn.is_some() || self.run.is_some() {
-                    self.respond(Some(&id), Err(ErrorCode::Busy), now);
-                } else {
-                    self.turn = Some(id.clone());
-                    self.reserved += 1;
-                    self.outputs
-                        .push_back(Output::Worker(WorkerCommand::StartTurn {
-                            id,
-                            session_id,
-                            prompt,
-                        }));
-                }
+                self.turn_start(id, session_id, prompt, now);
             }
             Request::TurnCancel { session_id, run_id } => {
-                if let Err(code) = self.check_session(&session_id) {
-                    self.respond(Some(&id), Err(code), now);
-                } else if self.run.as_deref() == Some(run_id.as_str()) {
-                    self.outputs
-                        .push_back(Output::Worker(WorkerCommand::CancelRun { run_id }));
-                    self.respond(
-                        Some(&id),
-                        Ok(json!({ "cancellation_requested": true })),
-                        now,
-                    );
-                } else {
-                    self.respond(Some(&id), Err(ErrorCode::StaleRun), now);
-                }
+                self.turn_cancel(&id, &session_id, run_id, now);
             }
             Request::ApprovalAnswer {
                 session_id,
@@ -260,19 +185,107 @@ impl Engine {
                         }));
                 }
             }
-            request => {
-                if self.op.is_some() || self.turn.is_some() || self.run.is_some() {
-                    self.respond(Some(&id), Err(ErrorCode::Busy), now);
-                    return;
-                }
-                self.op = Some(PendingOp {
-                    id: id.clone(),
-                    answered: false,
-                });
-                self.reserved += 1;
-                self.outputs
-                    .push_back(Output::Worker(WorkerCommand::StartOp { id, request }));
-            }
+            request => self.start_op(id, request, now),
         }
+    }
+
+    fn initialize(
+        &mut self,
+        id: RequestId,
+        required: &[String],
+        client_tools: Vec<crate::ClientToolDef>,
+    ) {
+        let names: Vec<&str> = required.iter().map(String::as_str).collect();
+        // Checked in admit; recomputed here to keep the set.
+        let Ok(set) = negotiate(&names, self.config.supported) else {
+            return;
+        };
+        self.negotiated = set;
+        self.state = State::Starting { init_id: id };
+        self.status_cache = None;
+        self.reserved += 1;
+        let capabilities = set.iter().map(|c| c.as_str().to_owned()).collect();
+        self.client_tools = client_tools.iter().map(|t| t.name.clone()).collect();
+        self.outputs
+            .push_back(Output::Worker(WorkerCommand::StartInit {
+                capabilities,
+                client_tools,
+            }));
+    }
+
+    fn status(&mut self, id: &RequestId, now: Time) {
+        let raw = match self.status_cache.take() {
+            Some(raw) => raw,
+            None => serde_json::to_vec(&self.status_value()).unwrap_or_default(),
+        };
+        let instance = &self.instance_id;
+        if self
+            .outq
+            .push(now, |seq, b| encode::result_raw(b, instance, seq, id, &raw))
+            .is_err()
+        {
+            self.stop(StopReason::QueueOverflow, now);
+        }
+        self.status_cache = Some(raw);
+    }
+
+    fn cancel_op(&mut self, id: &RequestId, request_id: &str, now: Time) {
+        match &mut self.op {
+            Some(op) if op.id.as_str() == request_id && !op.answered => {
+                op.answered = true;
+                let target = op.id.clone();
+                self.outputs
+                    .push_back(Output::Worker(WorkerCommand::CancelOp {
+                        id: target.clone(),
+                    }));
+                self.respond(Some(id), Ok(json!({ "cancellation_requested": true })), now);
+                self.reserved -= 1;
+                self.respond(Some(&target), Err(ErrorCode::OperationCancelled), now);
+            }
+            _ => self.respond(Some(id), Err(ErrorCode::StaleOperation), now),
+        }
+    }
+
+    fn turn_start(&mut self, id: RequestId, session_id: String, prompt: String, now: Time) {
+        if let Err(code) = self.check_session(&session_id) {
+            self.respond(Some(&id), Err(code), now);
+        } else if self.op.is_some() || self.turn.is_some() || self.run.is_some() {
+            self.respond(Some(&id), Err(ErrorCode::Busy), now);
+        } else {
+            self.turn = Some(id.clone());
+            self.reserved += 1;
+            self.outputs
+                .push_back(Output::Worker(WorkerCommand::StartTurn {
+                    id,
+                    session_id,
+                    prompt,
+                }));
+        }
+    }
+
+    fn turn_cancel(&mut self, id: &RequestId, session_id: &str, run_id: String, now: Time) {
+        if let Err(code) = self.check_session(session_id) {
+            self.respond(Some(id), Err(code), now);
+        } else if self.run.as_deref() == Some(run_id.as_str()) {
+            self.outputs
+                .push_back(Output::Worker(WorkerCommand::CancelRun { run_id }));
+            self.respond(Some(id), Ok(json!({ "cancellation_requested": true })), now);
+        } else {
+            self.respond(Some(id), Err(ErrorCode::StaleRun), now);
+        }
+    }
+
+    fn start_op(&mut self, id: RequestId, request: Request, now: Time) {
+        if self.op.is_some() || self.turn.is_some() || self.run.is_some() {
+            self.respond(Some(&id), Err(ErrorCode::Busy), now);
+            return;
+        }
+        self.op = Some(PendingOp {
+            id: id.clone(),
+            answered: false,
+        });
+        self.reserved += 1;
+        self.outputs
+            .push_back(Output::Worker(WorkerCommand::StartOp { id, request }));
     }
 }

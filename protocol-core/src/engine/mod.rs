@@ -246,77 +246,15 @@ impl Engine {
     /// A worker reported something.
     pub fn handle_worker_event(&mut self, ev: WorkerEvent, now: Time) {
         match ev {
-            WorkerEvent::InitReady { view } => {
-                let State::Starting { init_id } = &self.state else {
-                    return;
-                };
-                let id = init_id.clone();
-                self.state = State::Ready(view);
-                self.status_cache = None;
-                let result = self.initialize_result();
-                self.reserved -= 1;
-                self.respond(Some(&id), Ok(result), now);
-            }
+            WorkerEvent::InitReady { view } => self.init_ready(view, now),
             WorkerEvent::InitFailed {
                 code,
                 provider,
                 model,
                 context_id,
-            } => {
-                let State::Starting { init_id } = &self.state else {
-                    return;
-                };
-                let id = init_id.clone();
-                let code = if code.is_startup() && code != ErrorCode::StartupCancelled {
-                    code
-                } else {
-                    ErrorCode::StartupFailed
-                };
-                self.state = State::Failed {
-                    code,
-                    provider,
-                    model,
-                    context_id,
-                };
-                self.reserved -= 1;
-                self.respond(Some(&id), Err(code), now);
-            }
-            WorkerEvent::OpDone { id, outcome, view } => {
-                let Some(op) = self.op.take_if(|op| op.id == id) else {
-                    return;
-                };
-                if let (Some(view), State::Ready(current)) = (view, &mut self.state) {
-                    *current = view;
-                    self.status_cache = None;
-                }
-                if !op.answered {
-                    self.reserved -= 1;
-                    let out = match outcome {
-                        OpOutcome::Result(v) => Ok(v),
-                        OpOutcome::Error(c) => Err(c),
-                    };
-                    self.respond(Some(&id), out, now);
-                }
-                self.pump(now);
-            }
-            WorkerEvent::TurnAdmitted { id, run_id } => {
-                if self.turn.as_ref() == Some(&id) {
-                    self.turn = None;
-                    self.reserved -= 1;
-                    self.respond(
-                        Some(&id),
-                        Ok(json!({ "run_id": run_id, "accepted": true })),
-                        now,
-                    );
-                    self.run = Some(run_id);
-                    self.status_cache = None;
-                } else if self.is_stopping() && self.run.is_none() {
-                    // Admitted after shutdown answered it: the run still owes its terminal.
-                    self.run = Some(run_id.clone());
-                    self.outputs
-                        .push_back(Output::Worker(WorkerCommand::CancelRun { run_id }));
-                }
-            }
+            } => self.init_failed(code, provider, model, context_id, now),
+            WorkerEvent::OpDone { id, outcome, view } => self.op_done(&id, outcome, view, now),
+            WorkerEvent::TurnAdmitted { id, run_id } => self.turn_admitted(&id, run_id, now),
             WorkerEvent::TurnRejected { id, code } => {
                 if self.turn.as_ref() == Some(&id) {
                     self.turn = None;
@@ -331,11 +269,7 @@ impl Engine {
                 if let Some(i) = self.replies.iter().position(|r| *r == id) {
                     self.replies.swap_remove(i);
                     self.reserved -= 1;
-                    let out = match outcome {
-                        OpOutcome::Result(v) => Ok(v),
-                        OpOutcome::Error(c) => Err(c),
-                    };
-                    self.respond(Some(&id), out, now);
+                    self.respond(Some(&id), outcome.into_result(), now);
                 }
             }
             WorkerEvent::CleanupDone => {
@@ -347,6 +281,79 @@ impl Engine {
             }
         }
         self.check_drained(now);
+    }
+
+    fn init_ready(&mut self, view: ReadyView, now: Time) {
+        let State::Starting { init_id } = &self.state else {
+            return;
+        };
+        let id = init_id.clone();
+        self.state = State::Ready(view);
+        self.status_cache = None;
+        let result = self.initialize_result();
+        self.reserved -= 1;
+        self.respond(Some(&id), Ok(result), now);
+    }
+
+    fn init_failed(
+        &mut self,
+        code: ErrorCode,
+        provider: Option<String>,
+        model: Option<String>,
+        context_id: Option<String>,
+        now: Time,
+    ) {
+        let State::Starting { init_id } = &self.state else {
+            return;
+        };
+        let id = init_id.clone();
+        let code = if code.is_startup() && code != ErrorCode::StartupCancelled {
+            code
+        } else {
+            ErrorCode::StartupFailed
+        };
+        self.state = State::Failed {
+            code,
+            provider,
+            model,
+            context_id,
+        };
+        self.reserved -= 1;
+        self.respond(Some(&id), Err(code), now);
+    }
+
+    fn op_done(&mut self, id: &RequestId, outcome: OpOutcome, view: Option<ReadyView>, now: Time) {
+        let Some(op) = self.op.take_if(|op| op.id == *id) else {
+            return;
+        };
+        if let (Some(view), State::Ready(current)) = (view, &mut self.state) {
+            *current = view;
+            self.status_cache = None;
+        }
+        if !op.answered {
+            self.reserved -= 1;
+            self.respond(Some(id), outcome.into_result(), now);
+        }
+        self.pump(now);
+    }
+
+    fn turn_admitted(&mut self, id: &RequestId, run_id: String, now: Time) {
+        if self.turn.as_ref() == Some(id) {
+            self.turn = None;
+            self.reserved -= 1;
+            self.respond(
+                Some(id),
+                Ok(json!({ "run_id": run_id, "accepted": true })),
+                now,
+            );
+            self.run = Some(run_id);
+            self.status_cache = None;
+        } else if self.is_stopping() && self.run.is_none() {
+            // Admitted after shutdown answered it: the run still owes its terminal.
+            self.run = Some(run_id.clone());
+            self.outputs
+                .push_back(Output::Worker(WorkerCommand::CancelRun { run_id }));
+        }
     }
 
     /// The writer accepted `n` bytes of [`Self::pending_write`].

@@ -1,9 +1,37 @@
-//! The benchmark floor: reads a line, parses it with serde_json, writes a fixed response of
-//! the size of a `status` answer. Writes are batched until input runs dry, like the engine's.
+//! The benchmarks' floor, run as the bench executable itself (`<bench> mc-floor`), so that the
+//! package installs nothing but `magi-code`: reads a line, parses it with serde_json, writes a
+//! fixed response of the size of a `status` answer. Writes are batched until input runs dry,
+//! like the engine's.
 //!
-//! `mc-floor sse URL`: the streaming floor of the agent benchmark. POSTs to the Chat
+//! `<bench> mc-floor sse URL`: the streaming floor of the agent benchmark. POSTs to the Chat
 //! Completions path under URL, reads its SSE, and writes one `message.delta`-shaped line per
 //! event on stdout, flushing whenever the input runs dry.
+
+use std::process::Command;
+
+/// The first argument that makes a bench executable the floor.
+pub const ARG: &str = "mc-floor";
+
+/// Runs as the floor and exits, when this process was started as one.
+pub fn serve_if_asked() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) != Some(ARG) {
+        return;
+    }
+    if args.len() == 4 && args[2] == "sse" {
+        sse(&args[3]);
+    } else {
+        serve();
+    }
+    std::process::exit(0);
+}
+
+/// A command that starts the floor (this executable with [`ARG`]).
+pub fn command() -> Command {
+    let mut c = Command::new(std::env::current_exe().expect("the bench executable"));
+    c.arg(ARG);
+    c
+}
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 
@@ -65,12 +93,7 @@ fn sse(url: &str) {
     let _ = out.flush();
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() == 3 && args[1] == "sse" {
-        sse(&args[2]);
-        return;
-    }
+fn serve() {
     let mut input = BufReader::new(std::io::stdin().lock());
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut line = Vec::new();
