@@ -11,6 +11,7 @@ mod layering;
 mod npm;
 mod repo;
 mod schema;
+mod tidy;
 mod typescript;
 
 use magi_code::{config::Settings, runtime::Runtime};

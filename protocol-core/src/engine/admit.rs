@@ -1,6 +1,6 @@
 //! From input bytes to requests: framing, envelope, request identity, admission, execution.
 
-use super::{Engine, Output, PendingOp, State};
+use super::state::{Engine, Output, PendingOp, State};
 use crate::caps::{negotiate, Capability};
 use crate::encode;
 use crate::envelope::{self, Envelope};

@@ -1,16 +1,19 @@
 //! The engine: state machine, admission, flow control, stopping.
 //!
-//! This file holds the types and the driver-facing `handle_*`/`poll_*` surface; the children
-//! split the internals by concern.
+//! This file holds the driver-facing `handle_*`/`poll_*` surface; `state.rs` the types, and
+//! the other children split the internals by concern.
 
 mod admit;
 mod runs;
 mod slots;
+mod state;
 mod status;
 mod stop;
 mod timer;
 
-use crate::caps::{Capability, CapabilitySet};
+pub use state::{Config, Engine, Output, State, StopPhase, Stopping};
+
+use crate::caps::CapabilitySet;
 use crate::error::{ErrorCode, StopReason};
 use crate::framing::LineDecoder;
 use crate::ids::{IdLedger, RequestId};
@@ -20,126 +23,6 @@ use crate::time::Time;
 use crate::worker::{OpOutcome, ReadyView, WorkerCommand, WorkerEvent};
 use serde_json::json;
 use std::collections::VecDeque;
-
-/// Static configuration of one engine.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Capabilities this build supports: the sixteen base names plus implemented extensions.
-    pub supported: CapabilitySet,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            supported: CapabilitySet::base().with(Capability::ToolCards),
-        }
-    }
-}
-
-/// The phase of a stopping engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopPhase {
-    /// Writing out what is queued.
-    Draining,
-    /// Waiting (at most [`CLEANUP_WAIT_MS`](crate::limits::CLEANUP_WAIT_MS)) for workers to
-    /// clean up.
-    CleanupWait,
-    /// [`Output::Exit`] was emitted.
-    Exited,
-}
-
-/// Details of [`State::Stopping`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stopping {
-    /// Why the engine stops.
-    pub reason: StopReason,
-    /// Where it is.
-    pub phase: StopPhase,
-    /// The exit code it will report.
-    pub exit: i32,
-    closing_deadline: Option<Time>,
-    cleanup_deadline: Option<Time>,
-}
-
-/// The engine's explicit state.
-#[derive(Clone, Debug, PartialEq)]
-pub enum State {
-    /// No initialization admitted yet.
-    Uninitialized,
-    /// The initialization worker runs.
-    Starting {
-        /// The `initialize` request awaiting its response.
-        init_id: RequestId,
-    },
-    /// Initialization succeeded.
-    Ready(ReadyView),
-    /// Initialization failed; `status` reports the code and session methods return it.
-    Failed {
-        /// The safe startup error code.
-        code: ErrorCode,
-        /// What was known before the failure.
-        provider: Option<String>,
-        /// What was known before the failure.
-        model: Option<String>,
-        /// What was known before the failure.
-        context_id: Option<String>,
-    },
-    /// No more input is admitted; output drains, workers clean up, then the child exits.
-    Stopping(Stopping),
-}
-
-/// A non-byte effect for the driver.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum Output {
-    /// Hand this to the backend.
-    Worker(WorkerCommand),
-    /// Exit the process with this code (after restoring the pipes' flags).
-    Exit {
-        /// The exit status.
-        code: i32,
-    },
-}
-
-#[derive(Debug)]
-struct PendingOp {
-    id: RequestId,
-    /// Already answered (`operation_cancelled`); the slot stays busy until the worker reports.
-    answered: bool,
-}
-
-/// The sans-IO protocol engine. See the crate docs for the run-loop contract.
-#[derive(Debug)]
-pub struct Engine {
-    config: Config,
-    instance_id: String,
-    state: State,
-    decoder: LineDecoder,
-    backlog: Vec<u8>,
-    backlog_pos: usize,
-    ledger: IdLedger,
-    outq: OutQueue,
-    outputs: VecDeque<Output>,
-    /// Output slots promised to requests whose responses come later.
-    reserved: usize,
-    negotiated: CapabilitySet,
-    /// The names of the registered `client.tools` tools, for the `extensions` member.
-    client_tools: Vec<String>,
-    op: Option<PendingOp>,
-    eof: bool,
-    incomplete_pending: bool,
-    /// The serialized `status` result, rebuilt only when state or view changes: `status` is
-    /// the hot path of a polling client.
-    status_cache: Option<Vec<u8>>,
-    /// A `turn.start` awaiting admission.
-    turn: Option<RequestId>,
-    /// The active run.
-    run: Option<String>,
-    /// Requests answered by [`WorkerEvent::Reply`] (each holds a reserved slot).
-    replies: Vec<RequestId>,
-    /// A critical run event waiting for output room; no other worker event is taken meanwhile.
-    held: Option<WorkerEvent>,
-}
 
 impl Engine {
     /// A new engine for one child. `instance_id` is a fresh UUID drawn by the driver.

@@ -1,6 +1,6 @@
 //! Run events and their flow control: a critical event waits for room, a best-effort one drops.
 
-use super::{Engine, State};
+use super::state::{Engine, State};
 use crate::encode;
 use crate::error::{ErrorCode, StopReason};
 use crate::time::Time;

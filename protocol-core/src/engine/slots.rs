@@ -1,6 +1,6 @@
 //! Output slots: the queue plus the slots promised to responses that come later.
 
-use super::Engine;
+use super::state::Engine;
 use crate::encode;
 use crate::error::{ErrorCode, StopReason};
 use crate::ids::RequestId;

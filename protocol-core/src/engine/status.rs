@@ -1,6 +1,6 @@
 //! The `initialize` and `status` results.
 
-use super::{Engine, State};
+use super::state::{Engine, State};
 use crate::caps::{Capability, TOOL_CARD_KINDS};
 use crate::limits;
 use serde_json::{json, Map, Value};

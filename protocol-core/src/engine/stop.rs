@@ -1,6 +1,6 @@
 //! The stopping sequence: draining, cleanup wait, exit.
 
-use super::{Engine, Output, State, StopPhase, Stopping};
+use super::state::{Engine, Output, State, StopPhase, Stopping};
 use crate::error::{ErrorCode, StopReason};
 use crate::limits::{CLEANUP_WAIT_MS, CLOSING_DEADLINE_MS};
 use crate::time::Time;

@@ -1,6 +1,6 @@
 //! Deadlines: the output deadline of the oldest frame, the closing deadline and the cleanup wait.
 
-use super::{Engine, State, StopPhase};
+use super::state::{Engine, State, StopPhase};
 use crate::error::StopReason;
 use crate::time::Time;
 
