@@ -2,7 +2,8 @@
 //! pipes: one ordered non-blocking writer, reads bounded by the engine's flow control, timers
 //! from its deadlines, and a [`Waker`] for worker threads.
 //!
-//! This is the only crate with `unsafe`: `fstat`/`fcntl` on fds 0 and 1.
+//! Its `unsafe` is `fstat`/`fcntl` on fds 0 and 1 (`magi-code` has its own few sites, each
+//! with its `SAFETY` comment; protocol-core forbids it).
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use mio::unix::pipe;

@@ -1,24 +1,25 @@
 //! Runs one Code Mode cell (`Output::Cell`) on the attached session's helper
 //! (`code-mode.md` 4): the nested calls the helper sends together go to the run as
 //! `Input::CodeCall`s (all but the last marked `more`, so the machine batches them), and the
-//! driver carries out the machine's outputs (records, approvals, tools, hooks) while the
-//! cell stays open, until the machine has answered them all; `Input::Tick` goes in every
-//! poll so the machine's wall clock and cancellation can interrupt the cell.
+//! driver's one drain carries out the machine's outputs (records, approvals, tools, hooks)
+//! while the cell stays open and routes its answers and interrupt here; `Input::Tick` goes in
+//! every poll so the machine's wall clock and cancellation can interrupt the cell.
 
 use super::emit::TurnCtx;
 use crate::codemode::helper::{Answerer, CallRequest, CellEnd, Helper};
 use crate::codemode::protocol::{self, CallAnswer, Cell, ToolInfo};
 use crate::codemode::text::{CellState, ToolErrorCode};
-use crate::run::{CellJob, CodeResult, Input, InterruptReason, Output, Run};
+use crate::run::{CellJob, CodeResult, Input, InterruptReason, Run};
 use crate::util::cancel::{Alarm, Cancel};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What cuts the driver's work short while a cell is open (`decisions.md` 52): the turn's
-/// cancellation, the helper's end of the cell (its CPU time ran out, or it died) and the
-/// cell's clock, each at once, whatever the nested call is doing.
+/// The open cell as the driver keeps it: what cuts its work short (`decisions.md` 52: the
+/// turn's cancellation, the helper's end of the cell, its CPU time run out or the helper dead,
+/// and the cell's clock, each at once, whatever the nested call is doing), and the machine's
+/// answers and interrupt the drain routes to it.
 pub struct CellWork {
     /// Cancelled by any of the three; the token nested calls run with.
     pub stop: Arc<Cancel>,
@@ -28,19 +29,22 @@ pub struct CellWork {
     pub alarm: Option<Alarm>,
     /// The run was told of the helper's end.
     pub told: bool,
+    /// The machine's answers to nested calls not yet given to the helper.
+    pub answers: HashMap<u64, CodeResult>,
+    /// An interrupt the machine asked for, not yet sent.
+    pub interrupt: Option<InterruptReason>,
 }
 
-/// What a cell needs of the run's driver: the same handling of outputs, waits and inputs as
-/// the run's own loop, re-entered while the cell is open.
+/// What a cell needs of the run's driver: its one drain and its waits, re-entered while the
+/// cell is open, its inputs, and the open cell it keeps.
 pub trait Perform {
-    /// Carries out one output of the run (never a step: none comes while a cell is open).
-    fn perform(&mut self, run: &mut Run, o: Output);
-    /// Blocks on what the run waits for; false when it waits for nothing.
-    fn wait(&mut self, run: &mut Run) -> bool;
+    /// Carries out the run's outputs and waits for the client's answers until the run is
+    /// idle; the machine's answers and interrupt go to the open cell.
+    fn settle(&mut self, run: &mut Run);
     /// Feeds `input` at the driver's time, telling the run of a cancellation first.
     fn feed(&mut self, run: &mut Run, input: Input);
-    /// Opens (`Some`) or closes the cell whose work `w` cuts short.
-    fn cell_work(&mut self, w: Option<CellWork>);
+    /// The open cell, if one is.
+    fn cell(&mut self) -> &mut Option<CellWork>;
 }
 
 /// Runs `job` to its `Input::CellEnded` on the helper of session `session_id`, starting one
@@ -69,14 +73,16 @@ pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, 
             let _turn = ctx.cancel.on_cancel(move || turn.cancel());
             let ended = Arc::clone(&stop);
             let _ended = helper_done.on_cancel(move || ended.cancel());
-            p.cell_work(Some(CellWork {
+            *p.cell() = Some(CellWork {
                 stop,
                 helper_done: Arc::clone(&helper_done),
                 alarm: None,
                 told: false,
-            }));
+                answers: HashMap::new(),
+                interrupt: None,
+            });
             let end = on_helper(p, run, &mut h, job);
-            p.cell_work(None);
+            *p.cell() = None;
             if end.helper_alive {
                 give_back(ctx, session_id, h);
             }
@@ -110,34 +116,18 @@ fn give_back(ctx: &TurnCtx<'_>, session_id: &str, h: Helper) {
     }
 }
 
-/// The open cell: the driver and run, the machine's answers not yet given to the helper,
-/// an interrupt it asked for, and the calls the helper is still sending together.
+/// The open cell: the driver and run, and the calls the helper is still sending together.
 struct Open<'p, 'r> {
     p: &'p mut dyn Perform,
     run: &'r mut Run,
-    answers: HashMap<u64, CodeResult>,
-    interrupt: Option<InterruptReason>,
     group: Vec<u64>,
     answerer: Answerer,
 }
 
 impl Open<'_, '_> {
-    /// Carries out every pending output, keeping answers and the interrupt for the helper.
-    fn drain(&mut self) {
-        while let Some(o) = self.run.poll_output() {
-            match o {
-                Output::CodeAnswer { call, result } => {
-                    self.answers.insert(call, result);
-                }
-                Output::Interrupt(r) => self.interrupt = Some(r),
-                o => self.p.perform(self.run, o),
-            }
-        }
-    }
-
-    /// Hands the call to the run; after the last of the helper's group, carries out what the
-    /// run asks until every call of the group is answered, the last one's answer returned
-    /// and the others' given through the answerer.
+    /// Hands the call to the run; after the last of the helper's group, settles the run, so
+    /// that every call of the group is answered: the last one's answer returned, the others'
+    /// given through the answerer (a call the machine left unanswered is cancelled).
     fn call(&mut self, r: CallRequest) -> Option<CallAnswer> {
         let (call, more) = (r.call, r.more);
         let input = Input::CodeCall {
@@ -152,22 +142,15 @@ impl Open<'_, '_> {
         if more {
             return None;
         }
+        self.p.settle(self.run);
         let group = std::mem::take(&mut self.group);
-        loop {
-            self.drain();
-            if group.iter().all(|c| self.answers.contains_key(c)) {
-                break;
-            }
-            if !self.p.wait(self.run) {
-                // The machine neither answered nor waits: the calls cannot go on.
-                break;
-            }
-        }
         let mut last = None;
         for c in group {
             let result = self
-                .answers
-                .remove(&c)
+                .p
+                .cell()
+                .as_mut()
+                .and_then(|w| w.answers.remove(&c))
                 .unwrap_or_else(|| Err((ToolErrorCode::Cancelled, "cancelled".to_owned())));
             if c == call {
                 last = Some(answer(result));
@@ -181,8 +164,9 @@ impl Open<'_, '_> {
     /// Gives the machine the time; its interrupt, once.
     fn poll(&mut self) -> Option<protocol::InterruptReason> {
         self.p.feed(self.run, Input::Tick);
-        self.drain();
-        self.interrupt.take().map(|r| match r {
+        self.p.settle(self.run);
+        let r = self.p.cell().as_mut().and_then(|w| w.interrupt.take())?;
+        Some(match r {
             InterruptReason::Timeout => protocol::InterruptReason::Timeout,
             InterruptReason::Cancel => protocol::InterruptReason::Cancel,
         })
@@ -210,8 +194,6 @@ fn on_helper(p: &mut dyn Perform, run: &mut Run, h: &mut Helper, job: CellJob) -
     let open = RefCell::new(Open {
         p,
         run,
-        answers: HashMap::new(),
-        interrupt: None,
         group: Vec::new(),
         answerer: h.answerer(),
     });

@@ -12,11 +12,11 @@ use crate::history::compact::Snapshot;
 use crate::history::room::Room;
 use crate::history::Record;
 use crate::mcp::{Lost, McpHub};
-use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepSink};
-use crate::run::compaction::{fixed_bytes, SUMMARY_BYTES, SUMMARY_SYSTEM};
+use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
+use crate::run::compaction::{SUMMARY_BYTES, SUMMARY_SYSTEM};
 use crate::run::{
-    AppendKind, CodeConfig, Config, Finished, Input, Output, Persistence, Policies, Run,
-    RunOutcome, StepRequest, Stored, ToolEnd, ToolJob, Waiting,
+    AppendKind, Finished, Idle, Input, Output, Persistence, Run, RunOutcome, StepRequest, Stored,
+    ToolEnd, ToolJob, Waiting,
 };
 use crate::session;
 use crate::tools::outcome::bound_output;
@@ -34,14 +34,26 @@ use std::time::{Duration, Instant};
 const FULL_CHUNK_WAIT: Duration = Duration::from_millis(100);
 
 /// The driver's side of one run.
-struct Driver<'o, 'a> {
+struct Driver<'o, 'a, 'c> {
     out: &'o mut RunOutput<'a>,
     p: &'o LoopParams<'o>,
     t0: Instant,
     /// Whether the run has been told of the cancellation it sees.
     told_cancel: bool,
-    /// The open cell's stop, while its nested calls run.
+    /// The open cell's stop, answers and interrupt, while its nested calls run.
     cell: Option<super::cell::CellWork>,
+    /// The model client; out of here while a step streams.
+    client: Option<&'c mut dyn ModelClient>,
+    /// The run's terminal facts, once out.
+    finished: Option<Finished>,
+}
+
+/// Where the one drain left the run.
+enum Settled {
+    /// Nothing is queued and it waits for nothing the drain can wait for.
+    Idle(Idle),
+    /// It finished.
+    Done,
 }
 
 /// Runs an admitted turn (or a subagent's task) to its terminal facts.
@@ -52,95 +64,28 @@ pub fn execute(
     history: Snapshot,
     p: &LoopParams<'_>,
 ) -> Finished {
-    let mut run = Run::new(config(out, prompt, history, p));
+    let mut run = Run::new(super::params::config(out, prompt, history, p));
     let mut d = Driver {
         out,
         p,
         t0: Instant::now(),
         told_cancel: false,
         cell: None,
+        client: Some(client),
+        finished: None,
     };
     run.start(d.now());
-    loop {
-        while let Some(o) = run.poll_output() {
-            if let Output::Finished(f) = o {
-                return f;
-            }
-            d.perform(&mut run, client, o);
-        }
-        if !d.wait(&mut run) {
-            // The machine asked for nothing and waits for nothing: a bug, reported safely.
-            return Finished {
-                outcome: RunOutcome::Failed,
-                persistence: Persistence::Degraded,
-                revision: None,
-                error_code: Some(ErrorCode::ExecutionFailed),
-            };
-        }
-    }
-}
-
-/// The machine's configuration from the worker's runtime and the run's output.
-fn config(out: &RunOutput<'_>, prompt: &str, history: Snapshot, p: &LoopParams<'_>) -> Config {
-    let rt = &out.ctx.rt;
-    let s = &rt.settings;
-    let quiet = out.subagent.is_some();
-    // Tools an MCP server listed but that are not offered (decisions.md 37): once per child,
-    // in its first run, as there is no `magi-code mcp list` to show them yet.
-    let left_out = if quiet {
-        None
-    } else {
-        out.ctx.mcp.as_ref().and_then(|h| h.left_out_report())
-    };
-    Config {
-        session_id: out.session_id.clone(),
-        run_id: out.run_id.clone(),
-        record_session: out
-            .subagent
-            .as_ref()
-            .map_or_else(|| out.session_id.clone(), |q| q.id().to_owned()),
-        quiet,
-        seed: uuid::Uuid::new_v4().as_u128(),
-        prompt: prompt.to_owned(),
-        history,
-        provider: p.provider.to_owned(),
-        fixed_bytes: fixed_bytes(p.instructions, p.tools),
-        max_output_tokens: p.max_output_tokens,
-        max_steps: p.max_steps,
-        context_window: p.context_window,
-        tools: out.tools.clone(),
-        policies: Policies {
-            read: s.tool_read,
-            write: s.tool_write,
-            shell: s.tool_shell,
-            client: s.tool_client,
-            mcp: s.tool_mcp,
-            task: s.tool_task,
-            code: s.tool_code,
-        },
-        hooks: s.hooks.clone(),
-        tool_cards: rt.tool_cards,
-        cwd: rt.cwd.clone(),
-        left_out,
-        code: code_config(out),
-    }
-}
-
-/// Code Mode's limits and nested policies, when the run's table has `exec`.
-fn code_config(out: &RunOutput<'_>) -> Option<CodeConfig> {
-    let c = &out.ctx.rt.settings.code_mode;
-    let exec = out.tools.lookup(crate::codemode::decl::EXEC) == Some(ToolKind::Code);
-    (c.enabled && exec).then(|| CodeConfig {
-        policies: c.tools,
-        timeout_ms: c.timeout_ms,
-        cpu_ms: c.cpu_ms,
-        memory_mib: c.memory_mib,
-        max_calls: c.max_calls,
-        tools: crate::run::cell::reachable(&out.tools),
+    d.settle(&mut run);
+    // Idle with nothing to wait for, unfinished: a bug of the machine, reported safely.
+    d.finished.take().unwrap_or(Finished {
+        outcome: RunOutcome::Failed,
+        persistence: Persistence::Degraded,
+        revision: None,
+        error_code: Some(ErrorCode::ExecutionFailed),
     })
 }
 
-impl Driver<'_, '_> {
+impl Driver<'_, '_, '_> {
     fn now(&self) -> u64 {
         u64::try_from(self.t0.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
@@ -163,18 +108,54 @@ impl Driver<'_, '_> {
     }
 
     /// The token the work about to run obeys when a cell is open (else the turn's): the
-    /// cell's stop, its alarm armed at the run's deadline, which is the cell's clock.
-    fn arm(&mut self, run: &Run) -> Option<Arc<Cancel>> {
+    /// cell's stop, its alarm armed at `until`, the cell's clock.
+    fn arm(&mut self, until: Option<u64>) -> Option<Arc<Cancel>> {
         let t0 = self.t0;
         let w = self.cell.as_mut()?;
-        if w.alarm.is_none() {
+        if w.alarm.is_none() && until.is_some() {
             // Without its thread the clock still ends the cell, only not under a call.
             w.alarm = Alarm::start(Arc::clone(&w.stop)).ok();
         }
         if let Some(a) = &w.alarm {
-            a.arm(run.timeout().map(|ms| t0 + Duration::from_millis(ms)));
+            a.arm(until.map(|ms| t0 + Duration::from_millis(ms)));
         }
         Some(Arc::clone(&w.stop))
+    }
+
+    /// The one drain: carries out every output of `run` in order until it is idle or
+    /// finished, and routes each (a nested call's answer and an interrupt to the open cell).
+    fn drain(&mut self, run: &mut Run) -> Settled {
+        loop {
+            let Some(o) = run.poll_output() else {
+                return Settled::Done;
+            };
+            match o {
+                Output::Idle(idle) => return Settled::Idle(idle),
+                Output::Finished(f) => self.finished = Some(f),
+                Output::CodeAnswer { call, result } => {
+                    if let Some(w) = self.cell.as_mut() {
+                        w.answers.insert(call, result);
+                    }
+                }
+                Output::Interrupt(r) => {
+                    if let Some(w) = self.cell.as_mut() {
+                        w.interrupt = Some(r);
+                    }
+                }
+                o => self.perform(run, o),
+            }
+        }
+    }
+
+    /// Drains `run` and blocks on the client's answers it waits for, until it is idle
+    /// waiting for nothing the driver can wait for, or finished.
+    fn settle(&mut self, run: &mut Run) -> Settled {
+        loop {
+            match self.drain(run) {
+                Settled::Idle(idle) if idle.waiting.is_some() => self.wait(run, &idle),
+                settled => return settled,
+            }
+        }
     }
 
     /// The work is over: the alarm waits for the next.
@@ -184,7 +165,8 @@ impl Driver<'_, '_> {
         }
     }
 
-    fn perform(&mut self, run: &mut Run, client: &mut dyn ModelClient, o: Output) {
+    /// Carries out one output that is not the drain's own.
+    fn perform(&mut self, run: &mut Run, o: Output) {
         match o {
             Output::Event(e) => self.event(run, e),
             Output::Delta { data, full } => self.delta(run, data, full),
@@ -192,25 +174,29 @@ impl Driver<'_, '_> {
                 let r = self.append(records, kind);
                 self.feed(run, Input::Appended(r));
             }
-            Output::Step(req) => self.step(run, client, &req),
-            Output::Summarize(req) => self.summarize(run, client, &req),
+            Output::Step(req) => self.stream(run, &req, false),
+            Output::Summarize(req) => self.stream(run, &req, true),
             Output::OpenApproval(id) => self.out.ctx.approvals.open(&self.out.run_id, &id),
             Output::OpenClientCall(id) => self.out.ctx.client_calls.open(&self.out.run_id, &id),
-            Output::Hook { command, stdin } => {
+            Output::Hook {
+                command,
+                stdin,
+                until,
+            } => {
                 let ctx = self.out.ctx;
                 let bound = super::hooks::HOOK_RUN;
-                let stop = self.arm(run);
+                let stop = self.arm(until);
                 let cancel = stop.as_deref().unwrap_or(ctx.cancel);
                 let end =
                     super::hooks::run(&command, &ctx.rt.cwd, stdin, bound, cancel, &RealClock);
                 self.disarm();
                 self.feed(run, Input::HookEnded(end));
             }
-            Output::Tools(jobs) => {
-                let stop = self.arm(run);
+            Output::Tools { jobs, until } => {
+                let stop = self.arm(until);
                 let ends = self.tools(&jobs, stop.as_deref());
                 self.disarm();
-                if self.out.output_lost && !run.output_lost() {
+                if self.out.output_lost {
                     // A subagent's approval request could not be delivered.
                     self.feed(run, Input::OutputLost);
                 }
@@ -218,10 +204,13 @@ impl Driver<'_, '_> {
             }
             Output::Cell(job) => {
                 let (ctx, sid) = (self.out.ctx, self.out.session_id.clone());
-                super::cell::run(&mut Nested { d: self, client }, run, job, ctx, &sid);
+                super::cell::run(&mut Nested { d: self }, run, job, ctx, &sid);
             }
-            // Answers and interrupts are the open cell's (`cell::run` takes them).
-            Output::CodeAnswer { .. } | Output::Interrupt(_) | Output::Finished(_) => {}
+            // The drain's own (`drain` takes them before they get here).
+            Output::CodeAnswer { .. }
+            | Output::Interrupt(_)
+            | Output::Idle(_)
+            | Output::Finished(_) => {}
         }
     }
 
@@ -313,33 +302,41 @@ impl Driver<'_, '_> {
         }
     }
 
-    fn step(&mut self, run: &mut Run, client: &mut dyn ModelClient, req: &StepRequest) {
+    /// Streams one step (or, `summary`, the summary request, whose text is collected and
+    /// nothing streamed), feeding its events as they come, then its end.
+    fn stream(&mut self, run: &mut Run, req: &StepRequest, summary: bool) {
+        let Some(client) = self.client.take() else {
+            // The machine asks for no request while one streams.
+            let input = if summary {
+                Input::SummaryEnded(Err(StepFailure::Remote))
+            } else {
+                Input::StepEnded(Err(StepFailure::Remote))
+            };
+            return self.feed(run, input);
+        };
         let cancel = self.out.ctx.cancel;
-        let request = self.request(req, false);
-        let mut sink = Live { d: self, run };
-        let result = client.step(&request, cancel, &mut sink);
-        self.feed(run, Input::StepEnded(result));
-    }
-
-    fn summarize(&mut self, run: &mut Run, client: &mut dyn ModelClient, req: &StepRequest) {
-        let cancel = self.out.ctx.cancel;
-        let request = self.request(req, true);
-        let mut sink = Collect {
+        let request = self.request(req, summary);
+        let mut sink = Live {
             d: self,
             run,
-            text: String::new(),
+            summary: summary.then(String::new),
         };
         let result = client.step(&request, cancel, &mut sink);
-        let text = std::mem::take(&mut sink.text);
-        self.feed(run, Input::SummaryEnded(result.map(|()| text)));
+        let text = sink.summary.take();
+        self.client = Some(client);
+        let input = match text {
+            Some(text) => Input::SummaryEnded(result.map(|()| text)),
+            None => Input::StepEnded(result),
+        };
+        self.feed(run, input);
     }
 
-    /// Blocks on what the run waits for; false when it waits for nothing.
-    fn wait(&mut self, run: &mut Run) -> bool {
-        let Some(waiting) = run.waiting() else {
-            return false;
+    /// Blocks on the client's answer `idle` waits for, until its deadline.
+    fn wait(&mut self, run: &mut Run, idle: &Idle) {
+        let Some(waiting) = idle.waiting.clone() else {
+            return;
         };
-        let deadline = run.timeout().unwrap_or(0);
+        let deadline = idle.until.unwrap_or(0);
         let left = Duration::from_millis(deadline.saturating_sub(self.now()));
         let ctx = self.out.ctx;
         let stop = self.cell.as_ref().map(|w| Arc::clone(&w.stop));
@@ -378,7 +375,6 @@ impl Driver<'_, '_> {
                 super::client_calls::CallEnd::Cancelled => self.feed(run, Input::Tick),
             },
         }
-        true
     }
 
     /// Runs the batch's tools (cut short by `stop`, a cell's, or else the turn's
@@ -432,7 +428,7 @@ impl Driver<'_, '_> {
     }
 }
 
-impl Driver<'_, '_> {
+impl Driver<'_, '_, '_> {
     /// Runs one `task` call of an open cell: its subagent obeys the cell's `stop`, so the
     /// cell's clock or end cancels it as `turn.cancel` would.
     fn scoped_subagent(&mut self, input: &serde_json::Value, stop: &Cancel) -> ToolOutcome {
@@ -486,27 +482,22 @@ fn subagent_run(parent: &mut RunOutput<'_>, input: &serde_json::Value) -> ToolOu
     subagent::outcome(&child.out, &finished)
 }
 
-/// The driver as an open cell re-enters it: the same outputs, waits and inputs.
-struct Nested<'x, 'o, 'a> {
-    d: &'x mut Driver<'o, 'a>,
-    client: &'x mut dyn ModelClient,
+/// The driver as an open cell re-enters it: the same drain, waits and inputs.
+struct Nested<'x, 'o, 'a, 'c> {
+    d: &'x mut Driver<'o, 'a, 'c>,
 }
 
-impl super::cell::Perform for Nested<'_, '_, '_> {
-    fn perform(&mut self, run: &mut Run, o: Output) {
-        self.d.perform(run, self.client, o);
-    }
-
-    fn wait(&mut self, run: &mut Run) -> bool {
-        self.d.wait(run)
+impl super::cell::Perform for Nested<'_, '_, '_, '_> {
+    fn settle(&mut self, run: &mut Run) {
+        self.d.settle(run);
     }
 
     fn feed(&mut self, run: &mut Run, input: Input) {
         self.d.feed(run, input);
     }
 
-    fn cell_work(&mut self, w: Option<super::cell::CellWork>) {
-        self.d.cell = w;
+    fn cell(&mut self) -> &mut Option<super::cell::CellWork> {
+        &mut self.d.cell
     }
 }
 
@@ -531,65 +522,45 @@ fn call_mcp(hub: &McpHub, name: &str, input: &serde_json::Value, cancel: &Cancel
     }
 }
 
-/// Streams a step's events into the run, carrying out what each asks at once (deltas and
-/// events), so the client sees text as it comes.
-struct Live<'r, 'o, 'a> {
-    d: &'r mut Driver<'o, 'a>,
+/// A step's stream into the run: each event fed and the run settled at once (deltas and
+/// events go out as they come); a summary's text is only collected (it is not a message).
+struct Live<'r, 'o, 'a, 'c> {
+    d: &'r mut Driver<'o, 'a, 'c>,
     run: &'r mut Run,
+    /// The summary's text so far, for a summary request.
+    summary: Option<String>,
 }
 
-impl Live<'_, '_, '_> {
-    fn give(&mut self, input: Input) {
+impl Live<'_, '_, '_, '_> {
+    /// Feeds `input` and settles the run; whether the stream goes on.
+    fn give(&mut self, input: Input) -> bool {
         self.d.feed(self.run, input);
-        // Nothing but events comes while a step streams; the loop takes the rest after.
-        while let Some(o) = self.run.poll_event() {
-            match o {
-                Output::Event(e) => self.d.event(self.run, e),
-                Output::Delta { data, full } => self.d.delta(self.run, data, full),
-                _ => {}
-            }
+        match self.d.settle(self.run) {
+            Settled::Idle(idle) => !idle.stop_streaming,
+            Settled::Done => false,
         }
     }
 }
 
-impl StepSink for Live<'_, '_, '_> {
+impl StepSink for Live<'_, '_, '_, '_> {
     fn event(&mut self, ev: ModelEvent) -> bool {
-        self.give(Input::Model(ev));
-        !self.run.stop_streaming()
+        let Some(text) = self.summary.as_mut() else {
+            return self.give(Input::Model(ev));
+        };
+        if let ModelEvent::TextDelta(t) = ev {
+            text.push_str(&t);
+        }
+        text.len() <= SUMMARY_BYTES * 2
     }
 
     fn flush(&mut self) {
-        self.give(Input::Flush);
+        if self.summary.is_none() {
+            self.give(Input::Flush);
+        }
     }
 
     fn retry(&mut self, attempt: u32, wait: Duration) {
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
         self.give(Input::Retry { attempt, wait_ms });
-    }
-}
-
-/// Collects the summary's text; nothing is streamed to the client (it is not a message).
-struct Collect<'r, 'o, 'a> {
-    d: &'r mut Driver<'o, 'a>,
-    run: &'r mut Run,
-    text: String,
-}
-
-impl StepSink for Collect<'_, '_, '_> {
-    fn event(&mut self, ev: ModelEvent) -> bool {
-        if let ModelEvent::TextDelta(t) = ev {
-            self.text.push_str(&t);
-        }
-        self.text.len() <= SUMMARY_BYTES * 2
-    }
-
-    fn retry(&mut self, attempt: u32, wait: Duration) {
-        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-        self.d.feed(self.run, Input::Retry { attempt, wait_ms });
-        while let Some(o) = self.run.poll_event() {
-            if let Output::Event(e) = o {
-                self.d.event(self.run, e);
-            }
-        }
     }
 }

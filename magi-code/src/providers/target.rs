@@ -197,11 +197,11 @@ fn loaded(key: String) -> String {
 /// (`{"<provider>": {"api_key": "..."}}`, read with a 1 MiB bound). Redaction knows it from
 /// then on.
 pub fn api_key(provider: &str, root: &Path) -> Option<String> {
-    let var = match providers::builtin(provider)?.kind {
-        Kind::Http {
-            key_env: Some(var), ..
-        } => var,
-        _ => return None,
+    let Kind::Http {
+        key_env: Some(var), ..
+    } = providers::builtin(provider)?.kind
+    else {
+        return None;
     };
     if let Some(k) = std::env::var(var).ok().filter(|k| !k.is_empty()) {
         return Some(loaded(k));

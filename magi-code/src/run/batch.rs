@@ -92,14 +92,19 @@ pub struct Cell {
 }
 
 impl Cell {
-    /// When its wall clock runs out, or the nested call's wait expires: an interrupted
-    /// cell, or one waiting for an approval, has no clock of its own.
-    pub fn deadline(&self) -> Option<u64> {
-        let own = (self.interrupted.is_none() && self.paused_since.is_none()).then(|| {
+    /// When its wall clock runs out: an interrupted cell, or one waiting for an approval, has
+    /// no clock of its own.
+    pub fn own_deadline(&self) -> Option<u64> {
+        (self.interrupted.is_none() && self.paused_since.is_none()).then(|| {
             self.started
                 .saturating_add(self.timeout_ms)
                 .saturating_add(self.paused)
-        });
+        })
+    }
+
+    /// When its wall clock runs out, or the nested call's wait expires.
+    pub fn deadline(&self) -> Option<u64> {
+        let own = self.own_deadline();
         let inner = self.inner.as_ref().and_then(|c| c.deadline());
         match (own, inner) {
             (Some(a), Some(b)) => Some(a.min(b)),

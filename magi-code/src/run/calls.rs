@@ -270,7 +270,10 @@ fn execute(sh: &mut Shared, mut c: Box<Calls>) -> Step {
     if jobs.is_empty() {
         return Step::Go(c, Todo::Complete);
     }
-    sh.voice.queue.push_back(Output::Tools(jobs));
+    sh.voice.queue.push_back(Output::Tools {
+        jobs,
+        until: sh.work_until,
+    });
     c.wait = Wait::Tools(of);
     Step::Out(CallsNext::Wait(c))
 }

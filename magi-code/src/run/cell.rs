@@ -120,13 +120,20 @@ fn within(cell: &Cell) -> bool {
     cell.issued.saturating_add(queued) < u64::from(cell.max_calls)
 }
 
-/// Runs `f` with the run held cancelled when `cancel`: a nested call of an interrupted
-/// cell is cut short exactly as `turn.cancel` cuts a direct one.
-fn held<T>(sh: &mut Shared, cancel: bool, f: impl FnOnce(&mut Shared) -> T) -> T {
-    let was = sh.cancelled;
+/// Runs `f` for a cell's nested calls: with the run held cancelled when `cancel` (a nested
+/// call of an interrupted cell is cut short exactly as `turn.cancel` cuts a direct one), and
+/// their work due to end at `until`, the cell's clock.
+fn held<T>(
+    sh: &mut Shared,
+    cancel: bool,
+    until: Option<u64>,
+    f: impl FnOnce(&mut Shared) -> T,
+) -> T {
+    let (was, until_was) = (sh.cancelled, sh.work_until);
     sh.cancelled |= cancel;
+    sh.work_until = until;
     let t = f(sh);
-    sh.cancelled = was;
+    (sh.cancelled, sh.work_until) = (was, until_was);
     t
 }
 
@@ -159,7 +166,8 @@ fn route(sh: &mut Shared, cell: &mut Cell, input: Input) {
     let Some(inner) = cell.inner.take() else {
         return;
     };
-    let next = held(sh, cell.interrupted.is_some(), |sh| {
+    let (cancel, until) = (cell.interrupted.is_some(), cell.own_deadline());
+    let next = held(sh, cancel, until, |sh| {
         calls::on_call_input(sh, inner, input)
     });
     settle(sh, cell, next, true);
@@ -195,7 +203,8 @@ fn start(sh: &mut Shared, cell: &mut Cell, cancel: bool) -> CallsNext {
         });
         list.push((q.name, q.input));
     }
-    held(sh, cancel, |sh| start_nested(sh, from, list))
+    let until = cell.own_deadline();
+    held(sh, cancel, until, |sh| start_nested(sh, from, list))
 }
 
 /// Why the cell refuses a call to `name` before its policy: not reachable from code (`exec`
@@ -252,7 +261,7 @@ fn answered(run: ToolRun) -> CodeResult {
 /// `code_call` and `code_result` records), unanswered, since no code waits for them any more.
 fn drain(sh: &mut Shared, cell: &mut Cell) {
     if let Some(inner) = cell.inner.take() {
-        let next = held(sh, true, |sh| abandon(sh, inner));
+        let next = held(sh, true, None, |sh| abandon(sh, inner));
         settle(sh, cell, next, false);
     }
     if !cell.queue.is_empty() {

@@ -28,6 +28,7 @@ pub fn pre_hooks(sh: &mut Shared, mut c: Box<Calls>, mut p: Prepared, from: usiz
         sh.voice.queue.push_back(Output::Hook {
             command: hooks[i].command.clone(),
             stdin: stdin.bytes(),
+            until: sh.work_until,
         });
         c.wait = Wait::PreHook(i);
         c.current = Some(p);
@@ -96,6 +97,7 @@ pub fn post_hooks(sh: &mut Shared, mut c: Box<Calls>, from: usize, ok: bool) -> 
         sh.voice.queue.push_back(Output::Hook {
             command: hooks[i].command.clone(),
             stdin: stdin.bytes(),
+            until: sh.work_until,
         });
         c.wait = Wait::PostHook { hook: i, ok };
         return Step::Out(CallsNext::Wait(c));

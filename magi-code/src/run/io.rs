@@ -239,9 +239,16 @@ pub enum Output {
         command: String,
         /// What it reads.
         stdin: Vec<u8>,
+        /// Cut it short at this time (a cell's clock), as a cancellation would.
+        until: Option<u64>,
     },
     /// Run these tools (concurrently when several), then [`Input::ToolsEnded`] in order.
-    Tools(Vec<ToolJob>),
+    Tools {
+        /// The tools.
+        jobs: Vec<ToolJob>,
+        /// Cut them short at this time (a cell's clock), as a cancellation would.
+        until: Option<u64>,
+    },
     /// Start this cell; it ends with [`Input::CellEnded`].
     Cell(CellJob),
     /// The answer to nested call `call` of the running cell: its output, or the
@@ -254,8 +261,23 @@ pub enum Output {
     },
     /// Interrupt the running cell; it still ends with [`Input::CellEnded`].
     Interrupt(InterruptReason),
+    /// Nothing more is queued: what the run waits for (the last output of every drain).
+    Idle(Idle),
     /// The run's terminal facts: nothing follows.
     Finished(Finished),
+}
+
+/// What the run waits for once its queued outputs are out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idle {
+    /// The client's answer it blocks on, if any (else the outcome of an action the driver
+    /// runs, or the time).
+    pub waiting: Option<Waiting>,
+    /// When to feed [`Input::Tick`] (ms on the driver's clock), if a timer is pending: an
+    /// approval's or client call's expiry, a cell's clock.
+    pub until: Option<u64>,
+    /// The streaming step must stop now (the run's content bound was reached).
+    pub stop_streaming: bool,
 }
 
 /// What happened, for the machine to act on.

@@ -8,7 +8,7 @@ use super::cell;
 use super::compacting::{self, CompactNext, Compaction};
 use super::compaction::{Compacted, Compactor};
 use super::content::Content;
-use super::io::{After, AppendKind, Config, End, Input, Output, State, Stored, Waiting};
+use super::io::{After, AppendKind, Config, End, Idle, Input, Output, State, Stored};
 use super::outcome::{Finished, Persistence, RunOutcome};
 use super::shared::Shared;
 use super::step::{self, StepNext, Streaming};
@@ -82,50 +82,35 @@ impl Run {
         }
     }
 
-    /// The next thing for the driver to do.
+    /// The next thing for the driver to do. Once nothing more is queued it is
+    /// [`Output::Idle`], what the run waits for now, so every drain ends with one; after
+    /// [`Output::Finished`] it is `None`.
+    #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.sh.voice.queue.pop_front()
-    }
-
-    /// The next output if it is an event or a delta: what a driver carries out while a step
-    /// streams, leaving the rest for its loop.
-    pub fn poll_event(&mut self) -> Option<Output> {
-        match self.sh.voice.queue.front() {
-            Some(Output::Event(_) | Output::Delta { .. }) => self.sh.voice.queue.pop_front(),
-            _ => None,
+        if let Some(o) = self.sh.voice.queue.pop_front() {
+            return Some(o);
         }
+        (!matches!(self.phase, Phase::Finished)).then(|| Output::Idle(self.idle()))
     }
 
-    /// What the driver waits for when no output is pending, if anything but a driver-run
-    /// action's outcome.
-    #[must_use]
-    pub fn waiting(&self) -> Option<Waiting> {
-        match &self.phase {
-            Phase::Calls(c) => c.waiting(),
-            _ => None,
+    /// What the run waits for now, whatever is still queued: for tests, which look between
+    /// an input and the outputs it queued (a driver only polls).
+    #[cfg(test)]
+    pub(crate) fn idle_now(&self) -> Idle {
+        self.idle()
+    }
+
+    /// What the run waits for when no output is pending.
+    fn idle(&self) -> Idle {
+        let (waiting, until) = match &self.phase {
+            Phase::Calls(c) => (c.waiting(), c.deadline()),
+            _ => (None, None),
+        };
+        Idle {
+            waiting,
+            until,
+            stop_streaming: matches!(&self.phase, Phase::Streaming(s) if s.over),
         }
-    }
-
-    /// When the run's pending timer fires (ms on the driver's clock): feed [`Input::Tick`]
-    /// then.
-    #[must_use]
-    pub fn timeout(&self) -> Option<u64> {
-        match &self.phase {
-            Phase::Calls(c) => c.deadline(),
-            _ => None,
-        }
-    }
-
-    /// Whether the streaming step must stop (the run's content bound was reached).
-    #[must_use]
-    pub fn stop_streaming(&self) -> bool {
-        matches!(&self.phase, Phase::Streaming(s) if s.over)
-    }
-
-    /// Whether a critical event was lost (the driver stops sending).
-    #[must_use]
-    pub const fn output_lost(&self) -> bool {
-        self.sh.voice.output_lost
     }
 
     /// Acts on `input`, which happened at `now`.

@@ -45,6 +45,9 @@ pub struct Shared {
     pub activities: usize,
     /// A call found no room under that bound.
     pub activities_full: bool,
+    /// When the work of the calls being prepared must be cut short: a cell's clock while its
+    /// nested calls run, else `None`.
+    pub work_until: Option<u64>,
 }
 
 impl Shared {
@@ -83,6 +86,7 @@ impl Shared {
             repeats: Repeats::default(),
             activities: 0,
             activities_full: false,
+            work_until: None,
         }
     }
 

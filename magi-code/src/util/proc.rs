@@ -189,7 +189,7 @@ pub fn term_group(pid: u32) {
     signal_group(pid, libc::SIGTERM);
 }
 
-// The one unsafe call of the crate: libc::kill has no safe std equivalent for a group.
+// libc::kill has no safe std equivalent for a process group.
 #[allow(unsafe_code)]
 fn signal_group(pid: u32, sig: libc::c_int) {
     let Ok(pid) = libc::pid_t::try_from(pid) else {

@@ -59,7 +59,7 @@ fn thousands_of_calls_that_end_at_once_keep_a_flat_stack() {
             assert!(matches!(run.poll_output(), Some(Output::Append { .. })));
             run.handle(stored(), 1);
             while let Some(o) = run.poll_output() {
-                if matches!(o, Output::Step(_)) {
+                if matches!(o, Output::Step(_) | Output::Idle(_)) {
                     break;
                 }
             }
@@ -85,6 +85,7 @@ fn thousands_of_calls_that_end_at_once_keep_a_flat_stack() {
                         run.handle(stored(), 4);
                     }
                     Output::Finished(f) => finished = Some(f),
+                    Output::Idle(_) => break,
                     _ => {}
                 }
             }

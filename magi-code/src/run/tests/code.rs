@@ -80,7 +80,7 @@ pub(super) fn batches(h: &Harness) -> Vec<usize> {
     h.outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Tools(jobs) => Some(jobs.len()),
+            Output::Tools { jobs, .. } => Some(jobs.len()),
             _ => None,
         })
         .collect()
@@ -264,7 +264,7 @@ fn code_deny_stops_a_call_that_a_direct_allow_would_run() {
 #[test]
 fn the_cell_clock_stops_while_a_nested_call_awaits_its_approval() {
     let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
-    assert_eq!(h.run.timeout(), Some(T0 + TIMEOUT_MS));
+    assert_eq!(h.idle().until, Some(T0 + TIMEOUT_MS));
     h.now = 3_000;
     code_call(
         &mut h,
@@ -272,7 +272,7 @@ fn the_cell_clock_stops_while_a_nested_call_awaits_its_approval() {
         "write_file",
         json!({"path": "w", "content": "x"}),
     );
-    let Some(Waiting::Approval(id)) = h.run.waiting() else {
+    let Some(Waiting::Approval(id)) = h.idle().waiting else {
         panic!("no approval: {:?}", h.run.state());
     };
     assert_eq!(h.run.state(), State::AwaitingApproval);
@@ -285,7 +285,7 @@ fn the_cell_clock_stops_while_a_nested_call_awaits_its_approval() {
         "the approval says code"
     );
     // Only the approval's own expiry is pending while it waits.
-    assert_eq!(h.run.timeout(), Some(3_000 + APPROVAL_EXPIRY_MS));
+    assert_eq!(h.idle().until, Some(3_000 + APPROVAL_EXPIRY_MS));
     h.now = 50_000;
     h.feed(Input::Approval {
         approval_id: id,
@@ -295,7 +295,7 @@ fn the_cell_clock_stops_while_a_nested_call_awaits_its_approval() {
     assert_eq!(h.answers, [(1, Ok("out of write_file".to_owned()))]);
     // 47,000 ms awaited the approval: the 10,000 ms end there later.
     let end = T0 + TIMEOUT_MS + 47_000;
-    assert_eq!(h.run.timeout(), Some(end));
+    assert_eq!(h.idle().until, Some(end));
     h.now = end - 1;
     h.feed(Input::Tick);
     h.pump();
@@ -479,7 +479,7 @@ fn cancel_while_a_nested_call_awaits_approval_ends_the_wait() {
     h.cancel();
     h.pump();
     assert_eq!(h.interrupts, [InterruptReason::Cancel]);
-    assert!(h.run.waiting().is_none());
+    assert!(h.idle().waiting.is_none());
     assert!(err(ToolErrorCode::Cancelled)(&h.answers[0].1));
     ended(&mut h, CellState::Cancelled, "");
     assert_eq!(h.the_end().outcome, RunOutcome::Cancelled);
@@ -549,7 +549,7 @@ fn a_nested_client_tool_is_asked_and_a_cell_end_cancels_it() {
     };
     let mut h = cell(code_config(code, 200), vec![]);
     code_call(&mut h, 1, CLIENT_TOOL, json!({"q": 1}));
-    let Some(Waiting::ClientCall(id)) = h.run.waiting() else {
+    let Some(Waiting::ClientCall(id)) = h.idle().waiting else {
         panic!("not asking the client: {:?}", h.run.state());
     };
     h.feed(Input::ClientResult {
@@ -560,7 +560,7 @@ fn a_nested_client_tool_is_asked_and_a_cell_end_cancels_it() {
     h.pump();
     assert_eq!(h.answers, [(1, Ok("client says".to_owned()))]);
     code_call(&mut h, 2, CLIENT_TOOL, json!({"q": 2}));
-    let Some(Waiting::ClientCall(second)) = h.run.waiting() else {
+    let Some(Waiting::ClientCall(second)) = h.idle().waiting else {
         panic!("not asking the client");
     };
     ended(&mut h, CellState::Failed, "");

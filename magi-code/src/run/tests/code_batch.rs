@@ -31,7 +31,7 @@ fn reads_sent_together_run_four_at_a_time_and_others_alone_in_issue_order() {
     );
     assert_eq!(batches(&h), [4, 2, 1]);
     assert_eq!(h.run.state(), State::AwaitingApproval);
-    let Some(Waiting::Approval(id)) = h.run.waiting() else {
+    let Some(Waiting::Approval(id)) = h.idle().waiting else {
         panic!("the write asks");
     };
     h.feed(Input::Approval {

@@ -15,7 +15,7 @@ use serde_json::json;
 fn awaiting_approval(t0: u64) -> (Harness, String) {
     let mut h = Harness::with(vec![vec![text("let me write"), write("c1")]]);
     h.start(t0);
-    let Some(Waiting::Approval(id)) = h.run.waiting() else {
+    let Some(Waiting::Approval(id)) = h.idle().waiting else {
         panic!("not waiting for the approval: {:?}", h.run.state());
     };
     assert_eq!(h.run.state(), State::AwaitingApproval);
@@ -51,7 +51,7 @@ fn approval_expires_at_60000_ms_and_the_call_is_denied() {
     let t0 = 5_000;
     let (mut h, _) = awaiting_approval(t0);
     assert_eq!(APPROVAL_EXPIRY_MS, 60_000);
-    assert_eq!(h.run.timeout(), Some(t0 + 60_000));
+    assert_eq!(h.idle().until, Some(t0 + 60_000));
     h.now = t0 + 59_999;
     h.feed(Input::Tick);
     h.pump();
@@ -132,7 +132,7 @@ fn an_allowed_call_runs_and_a_denied_one_does_not() {
 fn awaiting_client(t0: u64) -> (Harness, String) {
     let mut h = Harness::with(vec![vec![call("k1", CLIENT_TOOL, json!({"q": 1}))]]);
     h.start(t0);
-    let Some(Waiting::ClientCall(id)) = h.run.waiting() else {
+    let Some(Waiting::ClientCall(id)) = h.idle().waiting else {
         panic!("not waiting for the client: {:?}", h.run.state());
     };
     assert_eq!(h.run.state(), State::AwaitingClientTool);
@@ -155,7 +155,7 @@ fn a_client_tool_times_out_at_120000_ms_and_is_cancelled() {
     let t0 = 777;
     let (mut h, id) = awaiting_client(t0);
     assert_eq!(CLIENT_TOOL_TIMEOUT_MS, 120_000);
-    assert_eq!(h.run.timeout(), Some(t0 + 120_000));
+    assert_eq!(h.idle().until, Some(t0 + 120_000));
     h.now = t0 + 119_999;
     h.feed(Input::Tick);
     h.pump();
@@ -203,8 +203,8 @@ fn a_client_answer_just_before_the_deadline_is_the_result() {
 fn cancelled_at_once(h: &mut Harness, call_id: &str) {
     let before = h.inputs;
     h.cancel();
-    assert_eq!(h.run.waiting(), None, "the wait ends at once");
-    assert_eq!(h.run.timeout(), None);
+    assert_eq!(h.idle().waiting, None, "the wait ends at once");
+    assert_eq!(h.idle().until, None);
     h.pump();
     let f = h.the_end();
     assert_eq!(
@@ -403,8 +403,7 @@ fn a_final_append_that_fails_is_degraded_and_never_durable() {
 fn a_lost_output_fails_the_run_output_unavailable() {
     let (mut h, _) = awaiting_approval(0);
     h.feed(Input::OutputLost);
-    assert!(h.run.output_lost());
-    assert_eq!(h.run.waiting(), None);
+    assert_eq!(h.idle().waiting, None);
     let before = h.outputs.len();
     h.pump();
     assert!(
@@ -430,7 +429,10 @@ fn inputs_before_the_start_and_after_the_end_are_ignored() {
     h.feed(Input::Cancel);
     h.feed(Input::Appended(Err(ErrorCode::PersistenceFailed)));
     assert_eq!(h.run.state(), State::Admitted);
-    assert_eq!(h.run.poll_output(), None);
+    assert!(
+        matches!(h.run.poll_output(), Some(Output::Idle(_))),
+        "idle, not started"
+    );
     h.cancelled_at = None;
     h.start(0);
     assert_eq!(h.the_end().outcome, RunOutcome::Completed);

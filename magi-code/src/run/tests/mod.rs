@@ -14,8 +14,8 @@ use crate::providers::model::{ModelRequest, Thinking, Usage};
 use crate::providers::{anthropic, openai_chat, openai_responses, ModelEvent, StepFailure};
 use crate::run::fuzzing::{config, ran};
 use crate::run::{
-    AppendKind, CellJob, CodeResult, Config, Finished, HookEnd, Input, InterruptReason, Output,
-    Run, State, StepRequest, Stored, ToolEnd, ToolJob,
+    AppendKind, CellJob, CodeResult, Config, Finished, HookEnd, Idle, Input, InterruptReason,
+    Output, Run, State, StepRequest, Stored, ToolEnd, ToolJob,
 };
 use crate::tools::ToolOutcome;
 use crate::wire::Event;
@@ -167,8 +167,9 @@ impl Harness {
     /// the real driver does; a cancelled run's actions end as the real ones do (cancelled).
     pub fn pump(&mut self) {
         while !self.crashed {
-            let Some(o) = self.run.poll_output() else {
-                return;
+            let o = match self.run.poll_output() {
+                None | Some(Output::Idle(_)) => return,
+                Some(o) => o,
             };
             self.outputs.push(o.clone());
             match o {
@@ -222,8 +223,8 @@ impl Harness {
                     };
                     self.feed(Input::SummaryEnded(r));
                 }
-                Output::Tools(jobs) if self.hold_tools => self.jobs.extend(jobs),
-                Output::Tools(jobs) => self.tools(jobs),
+                Output::Tools { jobs, .. } if self.hold_tools => self.jobs.extend(jobs),
+                Output::Tools { jobs, .. } => self.tools(jobs),
                 Output::Hook { .. } => {
                     let end = if self.cancelled() {
                         HookEnd::Cancelled
@@ -249,6 +250,7 @@ impl Harness {
                 | Output::Delta { .. }
                 | Output::OpenApproval(_)
                 | Output::OpenClientCall(_)
+                | Output::Idle(_)
                 | Output::Finished(_) => {}
             }
         }
@@ -310,6 +312,11 @@ impl Harness {
             .collect();
         self.jobs.extend(jobs);
         self.feed(Input::ToolsEnded(ends));
+    }
+
+    /// What the run waits for now (whatever it has queued).
+    pub fn idle(&self) -> Idle {
+        self.run.idle_now()
     }
 
     /// The terminal facts, if out.

@@ -168,7 +168,7 @@ fn play(p: &Plan) -> (Harness, usize) {
             break;
         }
         let answer = answers.next().unwrap_or(0);
-        match h.run.waiting() {
+        match h.idle().waiting {
             Some(Waiting::Approval(id)) if answer < 2 => {
                 allowed += usize::from(answer == 0);
                 h.now += 1_000;
@@ -186,7 +186,7 @@ fn play(p: &Plan) -> (Harness, usize) {
                 });
             }
             Some(_) => {
-                h.now = h.run.timeout().expect("a deadline");
+                h.now = h.idle().until.expect("a deadline");
                 h.feed(Input::Tick);
             }
             None => panic!(
