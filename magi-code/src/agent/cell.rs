@@ -1,6 +1,6 @@
 //! Runs one Code Mode cell (`Output::Cell`) on the attached session's helper
 //! (`code-mode.md` 4): the nested calls the helper sends together go to the run as
-//! `Input::CodeCall`s (all but the last marked `more`, so the machine batches them), and the
+//! `Input::Call`s (all but the last marked `more`, so the machine batches them), and the
 //! driver's one drain carries out the machine's outputs (records, approvals, tools, hooks)
 //! while the cell stays open and routes its answers and interrupt here; `Input::Tick` goes in
 //! every poll so the machine's wall clock and cancellation can interrupt the cell.
@@ -9,7 +9,7 @@ use super::emit::TurnCtx;
 use crate::codemode::helper::{Answerer, CallRequest, CellEnd, Helper};
 use crate::codemode::protocol::{self, CallAnswer, Cell, ToolInfo};
 use crate::codemode::text::{CellState, ToolErrorCode};
-use crate::run::{CellJob, CodeResult, Input, InterruptReason, Run};
+use crate::run::{CellJob, Input, InterruptReason, Reply, Run};
 use crate::util::cancel::{Alarm, Cancel};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -30,7 +30,7 @@ pub struct CellWork {
     /// The run was told of the helper's end.
     pub told: bool,
     /// The machine's answers to nested calls not yet given to the helper.
-    pub answers: HashMap<u64, CodeResult>,
+    pub answers: HashMap<u64, Reply>,
     /// An interrupt the machine asked for, not yet sent.
     pub interrupt: Option<InterruptReason>,
 }
@@ -130,7 +130,7 @@ impl Open<'_, '_> {
     /// given through the answerer (a call the machine left unanswered is cancelled).
     fn call(&mut self, r: CallRequest) -> Option<CallAnswer> {
         let (call, more) = (r.call, r.more);
-        let input = Input::CodeCall {
+        let input = Input::Call {
             call,
             name: r.name,
             input: r.input,
@@ -203,7 +203,7 @@ fn on_helper(p: &mut dyn Perform, run: &mut Run, h: &mut Helper, job: CellJob) -
 }
 
 /// The helper's form of the machine's answer.
-fn answer(result: CodeResult) -> CallAnswer {
+fn answer(result: Reply) -> CallAnswer {
     match result {
         Ok(text) => CallAnswer::Output(text),
         Err((code, message)) => CallAnswer::Error {

@@ -132,7 +132,7 @@ impl Driver<'_, '_, '_> {
             match o {
                 Output::Idle(idle) => return Settled::Idle(idle),
                 Output::Finished(f) => self.finished = Some(f),
-                Output::CodeAnswer { call, result } => {
+                Output::Answer { call, result } => {
                     if let Some(w) = self.cell.as_mut() {
                         w.answers.insert(call, result);
                     }
@@ -207,7 +207,7 @@ impl Driver<'_, '_, '_> {
                 super::cell::run(&mut Nested { d: self }, run, job, ctx, &sid);
             }
             // The drain's own (`drain` takes them before they get here).
-            Output::CodeAnswer { .. }
+            Output::Answer { .. }
             | Output::Interrupt(_)
             | Output::Idle(_)
             | Output::Finished(_) => {}

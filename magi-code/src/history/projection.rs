@@ -281,8 +281,8 @@ impl Projector {
             | Body::Title { .. }
             | Body::ToolCall { .. }
             | Body::ToolResult { .. }
-            | Body::CodeCall { .. }
-            | Body::CodeResult { .. }
+            | Body::CellCall { .. }
+            | Body::CellResult { .. }
             | Body::ProviderItem { .. }
             | Body::Usage { .. } => {}
         }
@@ -522,7 +522,7 @@ mod tests {
     fn a_code_call_projects_only_through_its_activity() {
         let mut records =
             card_records(json!({"kind": "generic", "title": "t", "status": "running"}));
-        records.push(rec(Body::CodeCall {
+        records.push(rec(Body::CellCall {
             run_id: "r".into(),
             call_id: "x1".into(),
             seq: 0,
@@ -531,7 +531,7 @@ mod tests {
             output: None,
             is_error: None,
         }));
-        records.push(rec(Body::CodeResult {
+        records.push(rec(Body::CellResult {
             run_id: "r".into(),
             call_id: "x1".into(),
             seq: 0,

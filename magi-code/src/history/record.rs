@@ -161,7 +161,8 @@ pub enum Body {
     },
     /// One call a Code Mode cell's code made (`code-mode.md` 6): never replayed, never
     /// re-run; only its activity entry is projected.
-    CodeCall {
+    #[serde(rename = "code_call")]
+    CellCall {
         /// The turn.
         run_id: String,
         /// The `exec` call whose cell made it.
@@ -172,7 +173,7 @@ pub enum Body {
         name: String,
         /// Its input as the code gave it.
         input: Value,
-        /// What the code got, in older histories only (now a [`Body::CodeResult`] follows).
+        /// What the code got, in older histories only (now a [`Body::CellResult`] follows).
         #[serde(skip_serializing_if = "Option::is_none")]
         output: Option<String>,
         /// Whether it threw, in older histories only.
@@ -180,8 +181,9 @@ pub enum Body {
         is_error: Option<bool>,
     },
     /// How a nested call of a Code Mode cell ended (`decisions.md` 52): appended when it
-    /// ends, after its [`Body::CodeCall`], paired with it by `call_id` and `seq`.
-    CodeResult {
+    /// ends, after its [`Body::CellCall`], paired with it by `call_id` and `seq`.
+    #[serde(rename = "code_result")]
+    CellResult {
         /// The turn.
         run_id: String,
         /// The `exec` call whose cell made the call.
@@ -431,7 +433,7 @@ impl Body {
                 output: req(m, "output")?,
                 is_error: present_bool(m, "is_error")?.ok_or(HistoryError::Invalid)?,
             },
-            "code_call" => Self::CodeCall {
+            "code_call" => Self::CellCall {
                 run_id: req(m, "run_id")?,
                 call_id: req(m, "call_id")?,
                 seq: count(m, "seq")?,
@@ -440,7 +442,7 @@ impl Body {
                 output: opt(m, "output")?,
                 is_error: present_bool(m, "is_error")?,
             },
-            "code_result" => Self::CodeResult {
+            "code_result" => Self::CellResult {
                 run_id: req(m, "run_id")?,
                 call_id: req(m, "call_id")?,
                 seq: count(m, "seq")?,
@@ -526,8 +528,8 @@ impl Record {
             | Body::RunFinished { run_id, .. }
             | Body::ToolCall { run_id, .. }
             | Body::ToolResult { run_id, .. }
-            | Body::CodeCall { run_id, .. }
-            | Body::CodeResult { run_id, .. }
+            | Body::CellCall { run_id, .. }
+            | Body::CellResult { run_id, .. }
             | Body::ProviderItem { run_id, .. }
             | Body::Usage { run_id, .. } => Some(run_id),
             _ => None,
@@ -689,7 +691,7 @@ mod tests {
                 activity_id: "t-1".into(),
                 card: json!({"kind": "generic", "title": "x", "status": "running"}),
             },
-            Body::CodeCall {
+            Body::CellCall {
                 run_id: "r".into(),
                 call_id: "x1".into(),
                 seq: 3,
@@ -698,7 +700,7 @@ mod tests {
                 output: None,
                 is_error: None,
             },
-            Body::CodeCall {
+            Body::CellCall {
                 run_id: "r".into(),
                 call_id: "x1".into(),
                 seq: 2,
@@ -707,7 +709,7 @@ mod tests {
                 output: Some("an older history's call".into()),
                 is_error: Some(false),
             },
-            Body::CodeResult {
+            Body::CellResult {
                 run_id: "r".into(),
                 call_id: "x1".into(),
                 seq: 3,

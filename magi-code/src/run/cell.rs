@@ -9,7 +9,7 @@ use super::batch::{Calls, CallsNext, Cell, Nested, NestedCall, Queued, Slot, Ste
 use super::call::ToolRun;
 use super::calls;
 use super::io::CellTool;
-use super::io::{CodeResult, Input, InterruptReason, Output};
+use super::io::{Input, InterruptReason, Output, Reply};
 use super::nested;
 use super::shared::Shared;
 use crate::codemode::decl::{declaration, DESCRIBE_BYTES, EXEC};
@@ -68,7 +68,7 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
             }
             return calls::resume(sh, c);
         }
-        Input::CodeCall {
+        Input::Call {
             call,
             name,
             input,
@@ -88,11 +88,11 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
                 return CallsNext::Wait(c);
             }
         }
-        Input::CodeCall { call, more, .. } => {
+        Input::Call { call, more, .. } => {
             // Past `max_calls`: thrown at once, with no record and no activity.
             let why = format!("limit: a cell makes at most {} tool calls", cell.max_calls);
             let result = Err((ToolErrorCode::Limit, why));
-            sh.push(Output::CodeAnswer { call, result });
+            sh.push(Output::Answer { call, result });
             cell.gathering = more;
         }
         Input::CellStopped => {
@@ -228,7 +228,7 @@ fn settle(sh: &mut Shared, cell: &mut Cell, next: CallsNext, answer: bool) {
         CallsNext::Answered(runs) if answer => {
             for (call, run) in runs {
                 let result = answered(run);
-                sh.push(Output::CodeAnswer { call, result });
+                sh.push(Output::Answer { call, result });
             }
         }
         // A one-call batch of a cell neither steps nor ends the run.
@@ -249,7 +249,7 @@ fn settle(sh: &mut Shared, cell: &mut Cell, next: CallsNext, answer: bool) {
 }
 
 /// What the code gets: the output, or the `ToolError` it throws.
-fn answered(run: ToolRun) -> CodeResult {
+fn answered(run: ToolRun) -> Reply {
     if run.is_error {
         Err((run.code.unwrap_or(ToolErrorCode::Failed), run.output))
     } else {

@@ -207,7 +207,7 @@ impl Fuzz {
                 Output::Cell(_) => self.cell_open = true,
                 Output::Event(_)
                 | Output::Delta { .. }
-                | Output::CodeAnswer { .. }
+                | Output::Answer { .. }
                 | Output::Interrupt(_) => {}
             }
         }
@@ -352,7 +352,7 @@ impl Fuzz {
         };
         let flags = d.byte();
         let refused = (flags & 4 != 0).then(|| (ToolErrorCode::InvalidInput, "not JSON".into()));
-        Input::CodeCall {
+        Input::Call {
             call: self.code_calls,
             name: name.into(),
             input,

@@ -65,7 +65,7 @@ pub struct CodeConfig {
     pub tools: Vec<CellTool>,
 }
 
-/// One cell for the driver to run in the helper: then [`Input::CodeCall`] for each nested
+/// One cell for the driver to run in the helper: then [`Input::Call`] for each nested
 /// call and [`Input::CellEnded`] once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellJob {
@@ -82,7 +82,7 @@ pub struct CellJob {
 }
 
 /// What a nested call gives the code: its output, or the `ToolError`'s code and message.
-pub type CodeResult = Result<String, (ToolErrorCode, String)>;
+pub type Reply = Result<String, (ToolErrorCode, String)>;
 
 /// Why the machine asks the driver to interrupt the running cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,11 +253,11 @@ pub enum Output {
     Cell(CellJob),
     /// The answer to nested call `call` of the running cell: its output, or the
     /// `ToolError` it throws.
-    CodeAnswer {
-        /// The call, as [`Input::CodeCall`] named it.
+    Answer {
+        /// The call, as [`Input::Call`] named it.
         call: u64,
         /// The output text, or the error's code and message.
-        result: CodeResult,
+        result: Reply,
     },
     /// Interrupt the running cell; it still ends with [`Input::CellEnded`].
     Interrupt(InterruptReason),
@@ -304,8 +304,8 @@ pub enum Input {
     ToolsEnded(Vec<ToolEnd>),
     /// The last [`Output::Hook`] ended.
     HookEnded(HookEnd),
-    /// The running cell's code called a tool (answered by [`Output::CodeAnswer`]).
-    CodeCall {
+    /// The running cell's code called a tool (answered by [`Output::Answer`]).
+    Call {
         /// The helper's number for the call, echoed in the answer.
         call: u64,
         /// The tool's name as the code spelled it.

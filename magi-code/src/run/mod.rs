@@ -12,7 +12,7 @@
 //! 1. every output but the last is carried out at once, none dropped: [`Output::Append`] is
 //!    answered with [`Input::Appended`], [`Output::Step`] streams (each event fed as it
 //!    comes, the run drained after each), [`Output::Tools`] and [`Output::Hook`] run (cut
-//!    short at their `until`, a cell's clock), [`Output::CodeAnswer`] and
+//!    short at their `until`, a cell's clock), [`Output::Answer`] and
 //!    [`Output::Interrupt`] go to the open cell, events and deltas go to the client;
 //! 2. a drain ends with [`Output::Idle`]: what the run waits for. With a
 //!    [`Waiting`] the driver blocks on that answer until `until` and feeds it, or
@@ -73,8 +73,8 @@ pub mod voice;
 mod tests;
 
 pub use io::{
-    AppendKind, CellJob, CellTool, CodeConfig, CodeResult, Config, End, HookEnd, Idle, Input,
-    InterruptReason, Output, Policies, State, StepRequest, Stored, ToolEnd, ToolJob, Waiting,
+    AppendKind, CellJob, CellTool, CodeConfig, Config, End, HookEnd, Idle, Input, InterruptReason,
+    Output, Policies, Reply, State, StepRequest, Stored, ToolEnd, ToolJob, Waiting,
 };
 pub use machine::Run;
 pub use outcome::{Finished, Persistence, RunOutcome};

@@ -18,7 +18,7 @@ const UNRECORDED: &str = "failed: the call's record could not be stored";
 /// wait for it ([`Wait::Recorded`]).
 pub fn record_calls(sh: &mut Shared, from: &Nested, list: &[(String, Value)]) -> bool {
     for (n, (name, input)) in from.calls.iter().zip(list) {
-        let record = sh.voice.record(Body::CodeCall {
+        let record = sh.voice.record(Body::CellCall {
             run_id: sh.cfg.run_id.clone(),
             call_id: from.call_id.clone(),
             seq: n.seq,
@@ -65,7 +65,7 @@ pub fn answered(sh: &mut Shared, c: &mut Calls) {
         let Some(n) = from.calls.get(i) else {
             continue;
         };
-        let record = sh.voice.record(Body::CodeResult {
+        let record = sh.voice.record(Body::CellResult {
             run_id: sh.cfg.run_id.clone(),
             call_id: from.call_id.clone(),
             seq: n.seq,

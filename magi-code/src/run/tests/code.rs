@@ -10,7 +10,7 @@ use crate::history::{ActivityState, Body, Item, RunOutcome};
 use crate::providers::ModelEvent;
 use crate::run::fuzzing::{config, with_code, CLIENT_TOOL};
 use crate::run::{
-    CodeResult, Config, Input, InterruptReason, Output, Persistence, State, ToolEnd, Waiting,
+    Config, Input, InterruptReason, Output, Persistence, Reply, State, ToolEnd, Waiting,
 };
 use crate::tools::ToolOutcome;
 use crate::wire::Event;
@@ -51,7 +51,7 @@ pub(super) fn cell(cfg: Config, more: Vec<ModelEvent>) -> Harness {
 
 /// The code calls `name` with `input` as call `n`, at the clock's time.
 fn code_call(h: &mut Harness, n: u64, name: &str, input: Value) {
-    h.feed(Input::CodeCall {
+    h.feed(Input::Call {
         call: n,
         name: name.into(),
         input,
@@ -64,7 +64,7 @@ fn code_call(h: &mut Harness, n: u64, name: &str, input: Value) {
 /// The code calls `(name, input)` of `calls` from call `first` on, sent together.
 pub(super) fn code_calls_together(h: &mut Harness, first: u64, calls: &[(&str, Value)]) {
     for (i, (name, input)) in calls.iter().enumerate() {
-        h.feed(Input::CodeCall {
+        h.feed(Input::Call {
             call: first + i as u64,
             name: (*name).into(),
             input: input.clone(),
@@ -103,7 +103,7 @@ pub(super) fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
     let mut calls: Vec<Read> = Vec::new();
     for r in &h.store {
         match &r.body {
-            Body::CodeCall {
+            Body::CellCall {
                 call_id,
                 seq,
                 name,
@@ -120,7 +120,7 @@ pub(super) fn code_calls(h: &Harness) -> Vec<(u64, String, String, bool)> {
                 assert!(calls.iter().all(|c| c.0 != *seq), "one code_call per seq");
                 calls.push((*seq, name.clone(), None));
             }
-            Body::CodeResult {
+            Body::CellResult {
                 call_id,
                 seq,
                 output,
@@ -163,7 +163,7 @@ pub(super) fn finals(h: &Harness, name: &str) -> Vec<(ActivityState, String)> {
         .collect()
 }
 
-fn err(code: ToolErrorCode) -> impl Fn(&CodeResult) -> bool {
+fn err(code: ToolErrorCode) -> impl Fn(&Reply) -> bool {
     move |r| matches!(r, Err((c, _)) if *c == code)
 }
 
@@ -207,7 +207,7 @@ fn two_nested_reads_are_answered_in_issue_order_with_code_call_records() {
     );
     let at = |f: &dyn Fn(&Body) -> bool| h.store.iter().position(|r| f(&r.body)).unwrap();
     let exec_call = at(&|b| matches!(b, Body::ToolCall { call_id, .. } if call_id == "x1"));
-    let first = at(&|b| matches!(b, Body::CodeCall { .. }));
+    let first = at(&|b| matches!(b, Body::CellCall { .. }));
     let result = at(&|b| matches!(b, Body::ToolResult { call_id, .. } if call_id == "x1"));
     assert!(exec_call < first && first < result);
     // Only exec is a tool call: the nested ones are never replayed to the model.

@@ -53,7 +53,7 @@ fn reads_sent_together_run_four_at_a_time_and_others_alone_in_issue_order() {
 fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
     let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
     for (n, code) in [(1, ToolErrorCode::InvalidInput), (2, ToolErrorCode::Limit)] {
-        h.feed(Input::CodeCall {
+        h.feed(Input::Call {
             call: n,
             name: "read_file".into(),
             input: Value::Null,
@@ -90,7 +90,7 @@ fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
 #[test]
 fn a_tick_while_the_helper_sends_a_group_starts_none_of_it() {
     let mut h = cell(code_config(CodePolicies::default(), 200), vec![]);
-    let read = |call: u64, path: &str, more: bool| Input::CodeCall {
+    let read = |call: u64, path: &str, more: bool| Input::Call {
         call,
         name: "read_file".into(),
         input: json!({ "path": path }),

@@ -14,8 +14,8 @@ use crate::providers::model::{ModelRequest, Thinking, Usage};
 use crate::providers::{anthropic, openai_chat, openai_responses, ModelEvent, StepFailure};
 use crate::run::fuzzing::{config, ran};
 use crate::run::{
-    AppendKind, CellJob, CodeResult, Config, Finished, HookEnd, Idle, Input, InterruptReason,
-    Output, Run, State, StepRequest, Stored, ToolEnd, ToolJob,
+    AppendKind, CellJob, Config, Finished, HookEnd, Idle, Input, InterruptReason, Output, Reply,
+    Run, State, StepRequest, Stored, ToolEnd, ToolJob,
 };
 use crate::tools::ToolOutcome;
 use crate::wire::Event;
@@ -50,7 +50,7 @@ pub struct Harness {
     /// The cells started, the answers to their nested calls and the interrupts asked for:
     /// the test plays the helper.
     pub cells: Vec<CellJob>,
-    pub answers: Vec<(u64, CodeResult)>,
+    pub answers: Vec<(u64, Reply)>,
     pub interrupts: Vec<InterruptReason>,
     /// Play the helper: each cell's code issues these calls at once, ends `completed` once
     /// all are answered, and ends at once on an interrupt.
@@ -234,7 +234,7 @@ impl Harness {
                     self.feed(Input::HookEnded(end));
                 }
                 Output::Cell(job) => self.cell(job),
-                Output::CodeAnswer { call, result } => {
+                Output::Answer { call, result } => {
                     self.answers.push((call, result));
                     self.helper_answered();
                 }
@@ -266,7 +266,7 @@ impl Harness {
         let last = calls.len().saturating_sub(1);
         // Sent together, as the helper sends the calls of one flush.
         for (n, (name, input)) in calls.into_iter().enumerate() {
-            self.feed(Input::CodeCall {
+            self.feed(Input::Call {
                 call: n as u64,
                 name,
                 input,

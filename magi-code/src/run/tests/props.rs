@@ -288,7 +288,7 @@ fn code_calls_in_order(store: &[Record]) -> Result<(), String> {
             Body::ToolCall { call_id, name, .. } if name == "exec" => {
                 seqs.insert(call_id, 0);
             }
-            Body::CodeCall { call_id, seq, .. } => {
+            Body::CellCall { call_id, seq, .. } => {
                 let next = seqs
                     .get_mut(call_id.as_str())
                     .ok_or_else(|| format!("code_call of {call_id} before its exec"))?;
@@ -297,7 +297,7 @@ fn code_calls_in_order(store: &[Record]) -> Result<(), String> {
                 }
                 *next += 1;
             }
-            Body::CodeResult { call_id, seq, .. } => {
+            Body::CellResult { call_id, seq, .. } => {
                 let issued = seqs.get(call_id.as_str()).copied().unwrap_or(0);
                 if *seq >= issued || !ended.insert((call_id.as_str(), *seq)) {
                     return Err(format!(
