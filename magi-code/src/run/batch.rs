@@ -39,17 +39,67 @@ pub enum Step {
     Out(CallsNext),
 }
 
-/// Where nested calls come from: the cell of `exec` call `call_id`; one entry a call of
-/// the batch's list, and the answers so far.
+/// Who makes calls back into the run while it waits for them (`callbacks.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The code of the cell of `exec` call `call_id`: `code_mode.tools` policies, summaries
+    /// that start `code: `, `code_call`/`code_result` records (`code-mode.md` 6).
+    Cell {
+        /// The `exec` call.
+        call_id: String,
+    },
+    /// A provider mid-step (one that runs its own loop): the direct policies and summaries,
+    /// `tool_call`/`tool_result` records and the conversation's items, as a direct call.
+    Step,
+}
+
+/// Where a batch of calls back into the run comes from; one entry a call of the batch's
+/// list, and the answers so far.
 #[derive(Debug)]
 pub struct Nested {
-    pub call_id: String,
+    pub origin: Origin,
     pub calls: Vec<NestedCall>,
     pub answers: Vec<(u64, ToolRun)>,
 }
 
-/// One nested call: the helper's number for it, its `seq` in the cell, and why it is
-/// refused before its policy (by the helper, unreachable, past `max_calls`).
+impl Nested {
+    /// Whether the calls come from a cell's code.
+    #[must_use]
+    pub const fn from_code(&self) -> bool {
+        matches!(self.origin, Origin::Cell { .. })
+    }
+}
+
+/// The calls of one callee (`callbacks.rs` moves them).
+#[derive(Debug)]
+pub struct Callbacks {
+    /// Who calls.
+    pub origin: Origin,
+    /// Calls issued so far (the next one's `seq`).
+    pub issued: u64,
+    /// How many may be (a cell's `max_calls`); past it a call throws `limit` at once.
+    pub max_calls: Option<u32>,
+    /// The calls in flight, as one batch (read-class ones run together).
+    pub inner: Option<Box<Calls>>,
+    /// Calls issued while others run, in issue order.
+    pub queue: VecDeque<Queued>,
+    /// The callee is still sending calls of one flush (the last had `more`): none starts
+    /// until the last is in, whatever input comes meanwhile.
+    pub gathering: bool,
+}
+
+/// How a callee's calls run: held cancelled (the callee interrupted, the run cancelled) and
+/// cut short at `until` (a cell's clock).
+#[derive(Debug, Clone, Copy)]
+pub struct Hold {
+    /// Cut every call short, as `turn.cancel` would.
+    pub cancel: bool,
+    /// When their work must end.
+    pub until: Option<u64>,
+}
+
+/// One call back into the run: the callee's number for it, its `seq` among the callee's
+/// calls, and why it is refused before its policy (by the helper, unreachable from code).
 #[derive(Debug, Clone)]
 pub struct NestedCall {
     pub call: u64,
@@ -57,7 +107,7 @@ pub struct NestedCall {
     pub refuse: Option<(String, ToolErrorCode)>,
 }
 
-/// A call the code issued, queued until the calls before it are answered.
+/// A call a callee issued, queued until the calls before it are answered.
 #[derive(Debug, Clone)]
 pub struct Queued {
     pub call: u64,
@@ -67,11 +117,9 @@ pub struct Queued {
     pub refused: Option<(ToolErrorCode, String)>,
 }
 
-/// A running cell: its clock, its nested call in flight and those queued behind it.
+/// A running cell: its clock and its code's calls.
 #[derive(Debug)]
 pub struct Cell {
-    /// The `exec` call.
-    pub call_id: String,
     /// When it started, its wall clock, and the approval waits not counted in it.
     pub started: u64,
     pub timeout_ms: u64,
@@ -79,16 +127,8 @@ pub struct Cell {
     pub paused_since: Option<u64>,
     /// The interrupt asked for, if any: nested calls are cancelled from then on.
     pub interrupted: Option<InterruptReason>,
-    /// Nested calls issued so far (the next one's `seq`) and how many may be.
-    pub issued: u64,
-    pub max_calls: u32,
-    /// The nested calls in flight, as one batch (read-class ones run together).
-    pub inner: Option<Box<Calls>>,
-    /// Calls issued while others run, in issue order.
-    pub queue: VecDeque<Queued>,
-    /// The helper is still sending calls of one flush (the last had `more`): none starts
-    /// until the last is in, whatever input comes meanwhile.
-    pub gathering: bool,
+    /// Its code's calls (`Origin::Cell`, at most `max_calls`).
+    pub callbacks: Callbacks,
 }
 
 impl Cell {
@@ -105,10 +145,18 @@ impl Cell {
     /// When its wall clock runs out, or the nested call's wait expires.
     pub fn deadline(&self) -> Option<u64> {
         let own = self.own_deadline();
-        let inner = self.inner.as_ref().and_then(|c| c.deadline());
+        let inner = self.callbacks.inner.as_ref().and_then(|c| c.deadline());
         match (own, inner) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// How its code's calls run now.
+    pub fn hold(&self) -> Hold {
+        Hold {
+            cancel: self.interrupted.is_some(),
+            until: self.own_deadline(),
         }
     }
 }
@@ -200,6 +248,7 @@ impl Calls {
             Wait::Approval { .. } => State::AwaitingApproval,
             Wait::Client { .. } => State::AwaitingClientTool,
             Wait::Cell(cell) => cell
+                .callbacks
                 .inner
                 .as_ref()
                 .map_or(State::RunningCalls, |c| c.state()),
@@ -212,7 +261,7 @@ impl Calls {
         match &self.wait {
             Wait::Approval { id, .. } => Some(Waiting::Approval(id.clone())),
             Wait::Client { id, .. } => Some(Waiting::ClientCall(id.clone())),
-            Wait::Cell(cell) => cell.inner.as_ref().and_then(|c| c.waiting()),
+            Wait::Cell(cell) => cell.callbacks.inner.as_ref().and_then(|c| c.waiting()),
             _ => None,
         }
     }

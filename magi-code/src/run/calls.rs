@@ -6,7 +6,7 @@
 //! [`CONCURRENT_READS`] at a time.
 
 pub use super::batch::CallsNext;
-use super::batch::{Calls, Cell, Nested, Slot, Step, Todo, Wait};
+use super::batch::{Callbacks, Calls, Cell, Nested, Origin, Slot, Step, Todo, Wait};
 use super::call::{cancelled_run, over_activities, Prepared};
 use super::call::{complete, policy, start_call};
 use super::client::{ask_client, client_answered, client_gone};
@@ -24,7 +24,6 @@ use crate::wire::{DiagnosticCode, Event};
 use protocol_core::limits::{APPROVAL_EXPIRY_MS, RUN_ACTIVITIES};
 use protocol_core::ErrorCode;
 use serde_json::Value;
-use std::collections::VecDeque;
 
 /// Read-class calls that run unasked, at most this many at once (`runner.md` 2).
 pub const CONCURRENT_READS: usize = 4;
@@ -89,8 +88,9 @@ pub fn resume(sh: &mut Shared, c: Box<Calls>) -> CallsNext {
 fn runs_unasked(sh: &Shared, c: &Calls, i: usize) -> bool {
     let (_, name, input) = &c.list[i];
     let nested = c.nested.as_ref();
+    let code = nested.is_some_and(Nested::from_code);
     sh.cfg.tools.class(name) == Some(ToolClass::Read)
-        && policy(sh, name, nested.is_some()) == Some(Policy::Allow)
+        && policy(sh, name, code) == Some(Policy::Allow)
         && input.is_object()
         && nested.is_none_or(|n| n.calls.get(i).is_some_and(|n| n.refuse.is_none()))
 }
@@ -131,12 +131,13 @@ fn repeated(sh: &mut Shared, c: &mut Calls, i: usize) -> bool {
 
 /// Prepares the batch's calls in order until one waits for the client or a hook.
 fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
-    let nested = c.nested.is_some();
+    // A callee's calls (code's, or a provider's mid-step) were recorded before they run.
+    let callback = c.nested.is_some();
+    let code = c.nested.as_ref().is_some_and(Nested::from_code);
     while c.slots.len() < c.n {
         let i = c.at + c.slots.len();
         let (call_id, name, input) = c.list[i].clone();
-        // A nested call's records are its `code_call` (stored before it runs) and result.
-        if !nested {
+        if !callback {
             let record = sh.voice.record(Body::ToolCall {
                 run_id: sh.cfg.run_id.clone(),
                 call_id,
@@ -149,7 +150,7 @@ fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
             c.slots.push(Slot::Skipped);
             continue;
         }
-        let mut p = start_call(sh, name, input, nested);
+        let mut p = start_call(sh, name, input, code);
         if let Some(repeat) = refused_first(&c, i, &mut p) {
             let run = complete(sh, p, None);
             if repeat {
@@ -161,7 +162,7 @@ fn prepare(sh: &mut Shared, mut c: Box<Calls>) -> Step {
             c.slots.push(Slot::Done(run));
             continue;
         }
-        match checked(sh, &mut p, nested) {
+        match checked(sh, &mut p, code) {
             Some(Policy::Ask) => return ask(sh, c, p),
             Some(Policy::Allow) => return pre_hooks(sh, c, p, 0),
             _ => c.slots.push(Slot::Started(Box::new(p))),
@@ -297,18 +298,16 @@ fn start_cell(sh: &mut Shared, mut c: Box<Calls>, code: String) -> Step {
                 memory_mib: cfg.memory_mib,
                 max_calls: cfg.max_calls,
             };
-            let cell = Cell {
+            let origin = Origin::Cell {
                 call_id: c.list[c.at].0.clone(),
+            };
+            let cell = Cell {
                 started: sh.now,
                 timeout_ms: cfg.timeout_ms,
                 paused: 0,
                 paused_since: None,
                 interrupted: None,
-                issued: 0,
-                max_calls: cfg.max_calls,
-                inner: None,
-                queue: VecDeque::new(),
-                gathering: false,
+                callbacks: Callbacks::new(origin, Some(cfg.max_calls)),
             };
             let records = sh.store_so_far();
             sh.voice.queue.push_back(Output::Append {

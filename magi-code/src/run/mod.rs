@@ -50,6 +50,7 @@
 
 pub mod batch;
 pub mod call;
+pub mod callbacks;
 pub mod calls;
 pub mod cell;
 pub mod client;
