@@ -12,7 +12,6 @@ use crate::codemode::text::{CellState, ToolErrorCode};
 use crate::run::{CellJob, Input, InterruptReason, Reply, Run};
 use crate::util::cancel::{Alarm, Cancel};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,8 +28,6 @@ pub struct CellWork {
     pub alarm: Option<Alarm>,
     /// The run was told of the helper's end.
     pub told: bool,
-    /// The machine's answers to nested calls not yet given to the helper.
-    pub answers: HashMap<u64, Reply>,
     /// An interrupt the machine asked for, not yet sent.
     pub interrupt: Option<InterruptReason>,
 }
@@ -43,6 +40,8 @@ pub trait Perform {
     fn settle(&mut self, run: &mut Run);
     /// Feeds `input` at the driver's time, telling the run of a cancellation first.
     fn feed(&mut self, run: &mut Run, input: Input);
+    /// The machine's answer to call `call`, taken.
+    fn answer(&mut self, call: u64) -> Option<Reply>;
     /// The open cell, if one is.
     fn cell(&mut self) -> &mut Option<CellWork>;
 }
@@ -78,7 +77,6 @@ pub fn run(p: &mut dyn Perform, run: &mut Run, job: CellJob, ctx: &TurnCtx<'_>, 
                 helper_done: Arc::clone(&helper_done),
                 alarm: None,
                 told: false,
-                answers: HashMap::new(),
                 interrupt: None,
             });
             let end = on_helper(p, run, &mut h, job);
@@ -148,9 +146,7 @@ impl Open<'_, '_> {
         for c in group {
             let result = self
                 .p
-                .cell()
-                .as_mut()
-                .and_then(|w| w.answers.remove(&c))
+                .answer(c)
                 .unwrap_or_else(|| Err((ToolErrorCode::Cancelled, "cancelled".to_owned())));
             if c == call {
                 last = Some(answer(result));

@@ -15,8 +15,8 @@ use crate::mcp::{Lost, McpHub};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
 use crate::run::compaction::{SUMMARY_BYTES, SUMMARY_SYSTEM};
 use crate::run::{
-    AppendKind, Finished, Idle, Input, Output, Persistence, Run, RunOutcome, StepRequest, Stored,
-    ToolEnd, ToolJob, Waiting,
+    AppendKind, Finished, Idle, Input, Output, Persistence, Reply, Run, RunOutcome, StepRequest,
+    Stored, ToolEnd, ToolJob, Waiting,
 };
 use crate::session;
 use crate::tools::outcome::bound_output;
@@ -27,6 +27,7 @@ use crate::util::ids::fresh_revision;
 use crate::wire::events::MessageDeltaData;
 use crate::wire::Event;
 use protocol_core::ErrorCode;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,10 @@ struct Driver<'o, 'a, 'c> {
     client: Option<&'c mut dyn ModelClient>,
     /// The run's terminal facts, once out.
     finished: Option<Finished>,
+    /// The machine's answers to calls back into the run (a cell's code's, a provider's
+    /// mid-step) not yet taken, and the number of the next call a provider makes.
+    answers: HashMap<u64, Reply>,
+    next_call: u64,
 }
 
 /// Where the one drain left the run.
@@ -73,6 +78,8 @@ pub fn execute(
         cell: None,
         client: Some(client),
         finished: None,
+        answers: HashMap::new(),
+        next_call: 0,
     };
     run.start(d.now());
     d.settle(&mut run);
@@ -133,9 +140,7 @@ impl Driver<'_, '_, '_> {
                 Output::Idle(idle) => return Settled::Idle(idle),
                 Output::Finished(f) => self.finished = Some(f),
                 Output::Answer { call, result } => {
-                    if let Some(w) = self.cell.as_mut() {
-                        w.answers.insert(call, result);
-                    }
+                    self.answers.insert(call, result);
                 }
                 Output::Interrupt(r) => {
                     if let Some(w) = self.cell.as_mut() {
@@ -496,6 +501,10 @@ impl super::cell::Perform for Nested<'_, '_, '_, '_> {
         self.d.feed(run, input);
     }
 
+    fn answer(&mut self, call: u64) -> Option<Reply> {
+        self.d.answers.remove(&call)
+    }
+
     fn cell(&mut self) -> &mut Option<super::cell::CellWork> {
         &mut self.d.cell
     }
@@ -562,5 +571,22 @@ impl StepSink for Live<'_, '_, '_, '_> {
     fn retry(&mut self, attempt: u32, wait: Duration) {
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
         self.give(Input::Retry { attempt, wait_ms });
+    }
+
+    fn call_tool(&mut self, name: &str, input: serde_json::Value) -> Result<String, String> {
+        let call = self.d.next_call;
+        self.d.next_call += 1;
+        self.give(Input::Call {
+            call,
+            name: name.to_owned(),
+            input,
+            more: false,
+            refused: None,
+        });
+        match self.d.answers.remove(&call) {
+            Some(Ok(output)) => Ok(output),
+            Some(Err((_, why))) => Err(why),
+            None => Err("cancelled".to_owned()),
+        }
     }
 }

@@ -231,6 +231,12 @@ pub trait StepSink {
     fn retry(&mut self, attempt: u32, wait: std::time::Duration);
     /// The events of one network read are in: text deltas held back to coalesce go out now.
     fn flush(&mut self) {}
+    /// Calls the turn's tool `name` with `input` back, mid-step (a provider that runs its own
+    /// loop), through the run's whole pipeline: its output, or the error text the provider
+    /// hands its model. By default no tool can be called.
+    fn call_tool(&mut self, _name: &str, _input: Value) -> Result<String, String> {
+        Err("unknown tool".to_owned())
+    }
 }
 
 /// One provider, as the turn loop drives it: each call is one step (one request).

@@ -186,7 +186,17 @@ fn answered(run: ToolRun) -> Reply {
 /// direct calls, batched as they are: answered with [`CallsNext::Answered`] (now or after
 /// their waits), never stored as a step. Their first records go out first; none runs before
 /// the driver says they are stored.
-fn start_nested(sh: &mut Shared, from: Nested, list: Vec<(String, String, Value)>) -> CallsNext {
+fn start_nested(
+    sh: &mut Shared,
+    mut from: Nested,
+    list: Vec<(String, String, Value)>,
+) -> CallsNext {
+    if sh.degraded {
+        // An earlier record was lost: nothing more is stored, so nothing more runs.
+        nested::unrecorded(&mut from);
+        let c = calls::calls(Vec::new(), list, Some(from));
+        return calls::run(sh, Step::Go(c, Todo::Batch));
+    }
     let wait = nested::record_calls(sh, &from, &list);
     let mut c = calls::calls(Vec::new(), list, Some(from));
     if !wait {

@@ -172,6 +172,8 @@ struct Fuzz {
     code: bool,
     /// What the run waited for after the last drain.
     idle: Option<Idle>,
+    /// A step streams (its calls back may ask for other actions meanwhile).
+    streaming: bool,
 }
 
 impl Fuzz {
@@ -197,6 +199,7 @@ impl Fuzz {
                 }
                 Output::Step(_) => {
                     self.pending = Some(Pending::Step);
+                    self.streaming = true;
                     self.step_calls = 0;
                 }
                 Output::Summarize(_) => self.pending = Some(Pending::Summary),
@@ -217,7 +220,10 @@ impl Fuzz {
     fn answers(&mut self, input: &Input) {
         let kind = match input {
             Input::Appended(_) => Pending::Append,
-            Input::StepEnded(_) => Pending::Step,
+            Input::StepEnded(_) => {
+                self.streaming = false;
+                Pending::Step
+            }
             Input::SummaryEnded(_) => Pending::Summary,
             Input::HookEnded(_) => Pending::Hook,
             Input::CellEnded { .. } => {
@@ -459,6 +465,7 @@ pub fn drive(data: &[u8]) {
         code_calls: 0,
         code: flags & 32 == 32,
         idle: None,
+        streaming: false,
     };
     // Inputs before the start are ignored.
     if flags & 16 == 16 {
@@ -534,6 +541,10 @@ impl Fuzz {
                     elapsed_ms: 0,
                 });
                 self.cell_open = false;
+            } else if self.streaming {
+                // The step a call back interrupted still owes its end.
+                self.feed(Input::StepEnded(Err(StepFailure::Cancelled)));
+                self.streaming = false;
             } else if let Some(w) = self.idle.as_ref().and_then(|i| i.waiting.clone()) {
                 // A cancelled run ends its waits at once: a wait that outlives it is a bug.
                 panic!("still waiting for {w:?} after the cancel");

@@ -2,7 +2,7 @@
 //! The states themselves (`step`, `calls`, `compacting`) say what comes next; only this file
 //! moves between them, so none of them names another.
 
-use super::batch::Calls;
+use super::batch::{Callbacks, Calls, Hold, Origin, Queued};
 use super::calls::{self, CallsNext};
 use super::cell;
 use super::compacting::{self, CompactNext, Compaction};
@@ -75,7 +75,11 @@ impl Run {
             Phase::Admitted => State::Admitted,
             Phase::Input(_) => State::PersistingInput,
             Phase::Compacting(_) => State::Compacting,
-            Phase::Streaming(_) => State::Streaming,
+            // A provider's call back that waits for the client says so; else it streams.
+            Phase::Streaming(s) => match s.callbacks.as_ref().and_then(|cb| cb.inner.as_ref()) {
+                Some(c) if c.waiting().is_some() => c.state(),
+                _ => State::Streaming,
+            },
             Phase::Calls(c) => c.state(),
             Phase::Finishing(_) => State::Finishing,
             Phase::Finished => State::Finished,
@@ -104,6 +108,11 @@ impl Run {
     fn idle(&self) -> Idle {
         let (waiting, until) = match &self.phase {
             Phase::Calls(c) => (c.waiting(), c.deadline()),
+            Phase::Streaming(s) => s
+                .callbacks
+                .as_ref()
+                .and_then(|cb| cb.inner.as_ref())
+                .map_or((None, None), |c| (c.waiting(), c.deadline())),
             _ => (None, None),
         };
         Idle {
@@ -131,7 +140,8 @@ impl Run {
             }
         }
         // Waits end at once on cancellation; everything else notices it where it decides.
-        if self.sh.cancelled && matches!(self.phase, Phase::Calls(_)) {
+        let calls_back = matches!(&self.phase, Phase::Streaming(s) if s.callbacks.is_some());
+        if self.sh.cancelled && (matches!(self.phase, Phase::Calls(_)) || calls_back) {
             let phase = std::mem::replace(&mut self.phase, Phase::Finished);
             self.phase = self.step(phase, Input::Tick);
         }
@@ -174,9 +184,53 @@ impl Run {
                 step::on_retry(sh, "summary", attempt, wait_ms);
                 Phase::Compacting(c)
             }
-            (Phase::Streaming(s), Input::StepEnded(r)) => {
+            (Phase::Streaming(mut s), Input::StepEnded(r)) => {
+                // Calls the provider left in flight end with its step.
+                if let Some(mut cb) = s.callbacks.take() {
+                    cb.drain(sh);
+                }
+                if sh.degraded {
+                    // A call's record was lost mid-step: nothing more is asked or stored.
+                    return self.finish(End::Failed(ErrorCode::PersistenceFailed));
+                }
                 let next = step::ended(sh, *s, r);
                 self.after_step(next)
+            }
+            (
+                Phase::Streaming(mut s),
+                Input::Call {
+                    call,
+                    name,
+                    input,
+                    more,
+                    refused,
+                },
+            ) => {
+                let q = Queued {
+                    call,
+                    name,
+                    input,
+                    refused,
+                };
+                let hold = step_hold(sh);
+                s.callbacks
+                    .get_or_insert_with(|| Callbacks::new(Origin::Step, None))
+                    .take(sh, q, more, hold);
+                Phase::Streaming(s)
+            }
+            (
+                Phase::Streaming(mut s),
+                input @ (Input::Tick
+                | Input::Approval { .. }
+                | Input::HookEnded(_)
+                | Input::ToolsEnded(_)
+                | Input::ClientResult { .. }),
+            ) => {
+                let hold = step_hold(sh);
+                if let Some(cb) = s.callbacks.as_mut() {
+                    cb.route(sh, input, hold);
+                }
+                Phase::Streaming(s)
             }
             (Phase::Compacting(c), Input::SummaryEnded(r)) => {
                 let next = compacting::summary(sh, c, r);
@@ -209,6 +263,14 @@ impl Run {
             Phase::Calls(c) => {
                 let next = calls::step_stored(&mut self.sh, c, r);
                 self.after_calls(next)
+            }
+            // A provider's calls mid-step wait for their `tool_call` records.
+            Phase::Streaming(mut s) => {
+                let hold = step_hold(&self.sh);
+                if let Some(cb) = s.callbacks.as_mut() {
+                    cb.route(&mut self.sh, Input::Appended(r), hold);
+                }
+                Phase::Streaming(s)
             }
             Phase::Finishing(end) => self.final_stored(end, r),
             other => other,
@@ -376,5 +438,13 @@ impl Run {
     fn finished(&mut self, f: Finished) -> Phase {
         self.sh.push(Output::Finished(f));
         Phase::Finished
+    }
+}
+
+/// How a provider's calls mid-step run: as direct calls, cancelled with the run.
+const fn step_hold(sh: &Shared) -> Hold {
+    Hold {
+        cancel: sh.cancelled,
+        until: None,
     }
 }

@@ -67,12 +67,17 @@ pub fn recorded(sh: &mut Shared, mut c: Box<Calls>, r: Result<Stored, ErrorCode>
     if r.is_err() {
         sh.degraded = true;
         if let Some(from) = c.nested.as_mut() {
-            for n in &mut from.calls {
-                n.refuse = Some((UNRECORDED.to_owned(), ToolErrorCode::Failed));
-            }
+            unrecorded(from);
         }
     }
     Step::Go(c, Todo::Batch)
+}
+
+/// Refuses every call of `from`: its record could not be stored, so it must not run.
+pub fn unrecorded(from: &mut Nested) {
+    for n in &mut from.calls {
+        n.refuse = Some((UNRECORDED.to_owned(), ToolErrorCode::Failed));
+    }
 }
 
 /// The batch's calls' result records (in issue order) and answers for the callee.
@@ -81,10 +86,16 @@ pub fn answered(sh: &mut Shared, c: &mut Calls) {
         return;
     };
     let runs = std::mem::take(&mut c.runs);
+    // A lost record degraded the run: nothing more is stored, and the conversation ends.
+    let record = !sh.degraded;
     for (i, run) in (c.at..c.at + c.n).zip(runs) {
         let (Some(n), Some((call_id, _, _))) = (from.calls.get(i), c.list.get(i)) else {
             continue;
         };
+        if !record {
+            from.answers.push((n.call, run));
+            continue;
+        }
         let (run_id, call_id) = (sh.cfg.run_id.clone(), call_id.clone());
         let (output, is_error) = (run.output.clone(), run.is_error);
         let body = match from.origin {

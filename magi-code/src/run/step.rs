@@ -2,6 +2,7 @@
 //! compaction, the room for a reply), its streamed events into the segment, the records and
 //! the step's output, and how it ended.
 
+use super::batch::Callbacks;
 use super::compaction::{output_bound, overflowed, Compacted};
 use super::content::{CALLS_STOPPED, REPLY_STOPPED};
 use super::io::{After, End, Output, StepRequest};
@@ -29,6 +30,8 @@ pub struct Streaming {
     /// The run's content bound was reached (`content_limit`): the step stops.
     pub over: bool,
     estimate: u64,
+    /// Calls the provider made back into the run mid-step (one that runs its own loop).
+    pub callbacks: Option<Callbacks>,
 }
 
 /// What comes after a step's state changed.
@@ -102,6 +105,7 @@ pub fn before_request(sh: &mut Shared, at: After, compacted: Compacted) -> StepN
         usage: None,
         over: false,
         estimate,
+        callbacks: None,
     }))
 }
 
@@ -233,6 +237,7 @@ pub fn overflow_stays(sh: &mut Shared) -> StepNext {
         usage: None,
         over: false,
         estimate: 0,
+        callbacks: None,
     };
     step_result(sh, s, Err(StepFailure::ContextOverflow))
 }

@@ -1,6 +1,7 @@
 //! The run machine on a virtual clock: a test driver plays the real driver's part
 //! (`agent::drive`), answering each output, keeping the appended records as the store.
 
+mod callbacks;
 mod code;
 mod code_batch;
 mod edges;
@@ -45,6 +46,8 @@ pub struct Harness {
     pub jobs: Vec<ToolJob>,
     /// Leave tool jobs unanswered (the test feeds `ToolsEnded` itself).
     pub hold_tools: bool,
+    /// Leave the steps to the test, which feeds their events itself.
+    pub hold_steps: bool,
     /// The exit status every hook ends with (until the cancel).
     pub hook_status: i32,
     /// The cells started, the answers to their nested calls and the interrupts asked for:
@@ -76,7 +79,15 @@ pub struct Harness {
     /// Model steps and summary requests asked for after the cancel.
     pub steps_after_cancel: usize,
     pub summaries_after_cancel: usize,
+    /// Calls the played provider made back mid-step, and whether one is in flight.
+    pub callbacks: u64,
+    in_call_back: bool,
 }
+
+/// A scripted tool call whose ID starts so is a call back mid-step, not the model's call.
+pub const CALLBACK: &str = "cb-";
+/// The numbers of calls back start here (a played helper's start from 0).
+const CALLBACK_BASE: u64 = 1 << 32;
 
 impl Harness {
     /// A harness for `cfg` with `script` for its steps; every append succeeds.
@@ -91,6 +102,7 @@ impl Harness {
             requests: Vec::new(),
             jobs: Vec::new(),
             hold_tools: false,
+            hold_steps: false,
             hook_status: 0,
             cells: Vec::new(),
             answers: Vec::new(),
@@ -108,6 +120,8 @@ impl Harness {
             pending_at_cancel: 0,
             steps_after_cancel: 0,
             summaries_after_cancel: 0,
+            callbacks: 0,
+            in_call_back: false,
         }
     }
 
@@ -160,7 +174,12 @@ impl Harness {
             self.run.state(),
             State::RunningCalls | State::AwaitingApproval | State::AwaitingClientTool
         );
-        self.pending_at_cancel = if calls { self.step_calls } else { 0 };
+        self.pending_at_cancel = if calls {
+            self.step_calls
+        } else {
+            // A call back in flight mid-step is one pending call.
+            usize::from(self.in_call_back)
+        };
     }
 
     /// Carries out the outputs until the machine waits for the client or has finished, as
@@ -189,6 +208,7 @@ impl Harness {
                     self.appends.push((kind, r.is_ok()));
                     self.feed(Input::Appended(r));
                 }
+                Output::Step(req) if self.hold_steps => self.requests.push(req),
                 Output::Step(req) => {
                     self.requests.push(req);
                     self.steps_after_cancel += usize::from(self.cancelled());
@@ -202,10 +222,18 @@ impl Harness {
                         .count();
                     // A cancelled step stops streaming at once, as the provider's does.
                     for e in events {
-                        if self.cancelled() {
+                        if self.cancelled() || self.crashed {
                             break;
                         }
-                        self.feed(Input::Model(e));
+                        match e {
+                            // A provider that runs its own loop calls the tool back mid-step.
+                            ModelEvent::ToolCall {
+                                call_id,
+                                name,
+                                input,
+                            } if call_id.starts_with(CALLBACK) => self.call_back(name, input),
+                            e => self.feed(Input::Model(e)),
+                        }
                     }
                     if self.cancelled() {
                         self.feed(Input::StepEnded(Err(StepFailure::Cancelled)));
@@ -254,6 +282,33 @@ impl Harness {
                 | Output::Finished(_) => {}
             }
         }
+    }
+
+    /// The played provider calls `name` back mid-step and waits for its answer: every output
+    /// until the run is idle again is carried out first (an approval it waits for is left to
+    /// the test, which then finds no answer).
+    fn call_back(&mut self, name: String, input: Value) {
+        let call = CALLBACK_BASE + self.callbacks;
+        self.callbacks += 1;
+        self.in_call_back = true;
+        self.feed(Input::Call {
+            call,
+            name,
+            input,
+            more: false,
+            refused: None,
+        });
+        self.pump();
+        self.in_call_back = false;
+    }
+
+    /// The answers the played provider got to its calls back, in order.
+    pub fn callback_answers(&self) -> Vec<&Reply> {
+        self.answers
+            .iter()
+            .filter(|(c, _)| *c >= CALLBACK_BASE)
+            .map(|(_, r)| r)
+            .collect()
     }
 
     /// A cell starts; the helper, if played, issues its calls.

@@ -2,7 +2,7 @@
 //! or left to expire, a cancel, an append failure and a crash at any point; the invariants
 //! of `runner.md` 2 and 5 and of `run.finished` hold for each.
 
-use super::{call, calls_answered, replay_valid, text, usage, valid_request, Harness};
+use super::{call, calls_answered, replay_valid, text, usage, valid_request, Harness, CALLBACK};
 use crate::config::code_mode::CodePolicies;
 use crate::config::{Hook, Hooks};
 use crate::history::projection::Projection;
@@ -31,6 +31,8 @@ enum Kind {
     Client,
     /// `exec`: its cell reads, writes (asks) and calls a tool not offered.
     Exec,
+    /// A read the provider calls back mid-step (one that runs its own loop).
+    CallBack,
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
@@ -41,6 +43,7 @@ fn kind() -> impl Strategy<Value = Kind> {
         1 => Just(Kind::Bad),
         1 => Just(Kind::Client),
         1 => Just(Kind::Exec),
+        2 => Just(Kind::CallBack),
     ]
 }
 
@@ -119,6 +122,11 @@ fn script(steps: &[Step]) -> Vec<Vec<ModelEvent>> {
                     Kind::Bad => call(&id, "read_file", json!({"path": 5})),
                     Kind::Client => call(&id, CLIENT_TOOL, json!({"n": i})),
                     Kind::Exec => call(&id, "exec", json!({"code": format!("return {i}")})),
+                    Kind::CallBack => call(
+                        &format!("{CALLBACK}{id}"),
+                        "read_file",
+                        json!({"path": format!("b{i}")}),
+                    ),
                 });
             }
             if let Some(t) = st.usage {
@@ -210,15 +218,20 @@ fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
         let answered = h.store.iter().any(|r| {
             matches!(&r.body, Body::ToolResult { call_id, .. } if Some(call_id) == open_exec.as_ref())
         });
-        let store: Vec<_> = if answered {
-            h.store.clone()
-        } else {
-            h.store
-                .iter()
-                .filter(|r| !matches!(&r.body, Body::ToolCall { call_id, .. } if Some(call_id) == open_exec.as_ref()))
-                .cloned()
-                .collect()
+        // So is a provider's call back, stored before it ran.
+        let unanswered = |id: &String| {
+            (!answered && Some(id) == open_exec.as_ref())
+                || (id.starts_with(CALLBACK)
+                    && !h.store.iter().any(
+                        |r| matches!(&r.body, Body::ToolResult { call_id, .. } if call_id == id),
+                    ))
         };
+        let store: Vec<_> = h
+            .store
+            .iter()
+            .filter(|r| !matches!(&r.body, Body::ToolCall { call_id, .. } if unanswered(call_id)))
+            .cloned()
+            .collect();
         calls_answered(&store).map_err(TestCaseError::fail)?;
     } else {
         calls_answered(&h.store).map_err(TestCaseError::fail)?;
@@ -238,6 +251,17 @@ fn check(p: &Plan, h: &Harness, allowed: usize) -> Result<(), TestCaseError> {
         return Ok(());
     }
     prop_assert_eq!(finished.len(), 1, "one Finished");
+    // Every call back was answered before its step went on (reads ask nothing).
+    let asked = p
+        .steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .filter(|k| matches!(k, Kind::CallBack));
+    let answered = h.callback_answers().len();
+    prop_assert!(answered <= asked.count(), "{answered} answers");
+    if h.cancelled_at.is_none() && h.appends.iter().all(|a| a.1) {
+        prop_assert_eq!(answered, h.callbacks as usize, "every call back answered");
+    }
     prop_assert!(matches!(h.outputs.last(), Some(Output::Finished(_))));
     prop_assert_eq!(h.run.state(), State::Finished);
     let f = finished[0];
