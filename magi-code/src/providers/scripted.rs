@@ -25,6 +25,14 @@ pub enum Step {
         /// Tool input.
         input: Value,
     },
+    /// The provider calls a tool back mid-step, as one that runs its own loop does, and
+    /// streams what it got: `name: <output>` or `name failed: <why>` (first line, cut).
+    CallBack {
+        /// Tool name.
+        name: String,
+        /// Tool input.
+        input: Value,
+    },
     /// A provider reasoning summary.
     ReasoningSummary(String),
     /// The provider fails the run.
@@ -62,14 +70,17 @@ pub fn load_script(path: &str) -> Option<Vec<Vec<Step>>> {
                     Some(match k.as_str() {
                         "text" => Step::Text(v.as_str()?.to_owned()),
                         "sleep_ms" => Step::Sleep(v.as_u64().filter(|ms| *ms <= 600_000)?),
-                        "tool" => {
+                        "tool" | "call_back" => {
                             let t = v.as_object()?;
                             if t.keys().any(|k| k != "name" && k != "input") {
                                 return None;
                             }
-                            Step::Tool {
-                                name: t.get("name")?.as_str()?.to_owned(),
-                                input: t.get("input").cloned().unwrap_or_else(|| json!({})),
+                            let name = t.get("name")?.as_str()?.to_owned();
+                            let input = t.get("input").cloned().unwrap_or_else(|| json!({}));
+                            if k == "tool" {
+                                Step::Tool { name, input }
+                            } else {
+                                Step::CallBack { name, input }
                             }
                         }
                         "reasoning_summary" => Step::ReasoningSummary(v.as_str()?.to_owned()),
@@ -171,10 +182,25 @@ impl ModelClient for ScriptedModel {
                     }
                     return Ok(());
                 }
+                Step::CallBack { name, input } => {
+                    let shown = match sink.call_tool(&name, input) {
+                        Ok(out) => format!("{name}: {}", first_line(&out)),
+                        Err(why) => format!("{name} failed: {}", first_line(&why)),
+                    };
+                    if !sink.event(ModelEvent::TextDelta(shown)) {
+                        return Ok(());
+                    }
+                    sink.flush();
+                }
                 Step::Fail => return Err(StepFailure::Scripted),
             }
         }
         sink.event(ModelEvent::Stop(StopReason::EndTurn));
         Ok(())
     }
+}
+
+/// The first line of `text`, cut to 200 bytes.
+fn first_line(text: &str) -> &str {
+    crate::util::text::cut(text.lines().next().unwrap_or_default(), 200)
 }

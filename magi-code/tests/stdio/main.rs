@@ -8,6 +8,7 @@ mod agent_anthropic;
 mod agent_loop;
 mod agent_responses;
 mod atomic_writes;
+mod callbacks;
 mod catalog;
 mod chat_cli;
 mod chat_tui;
