@@ -37,20 +37,59 @@ pub fn enabled(rt: &Runtime) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// The models of an offline provider, which has no cache: its fixed list, without effort.
-fn offline_models(provider: &str) -> Option<Vec<Model>> {
-    let Kind::Offline { models } = providers::builtin(provider)?.kind else {
-        return None;
-    };
-    let model = |m: &&str| Model {
+/// The built-in models of a provider that has them: an offline provider's fixed list
+/// (without effort, and no cache), an agent CLI's (`opus` and `sonnet` with the CLI's efforts,
+/// `haiku` without) before its cache file's entries.
+fn builtin_models(
+    rt: &Runtime,
+    provider: &str,
+    hasher: &mut Sha256,
+    bytes_left: &mut u64,
+) -> Option<Vec<Model>> {
+    let model = |m: &&str, efforts: Vec<String>| Model {
         id: (*m).into(),
         name: None,
-        efforts: Some(Vec::new()),
+        efforts: Some(efforts),
         retired: false,
         thinking: crate::providers::model::Thinking::Adaptive,
         context_window: None,
     };
-    Some(models.iter().map(model).collect())
+    match providers::builtin(provider)?.kind {
+        Kind::Offline { models } => Some(models.iter().map(|m| model(m, Vec::new())).collect()),
+        Kind::AgentCli {
+            models,
+            with_effort,
+            ..
+        } => {
+            let efforts: Vec<String> = providers::CLI_EFFORTS
+                .iter()
+                .map(|e| (*e).to_owned())
+                .collect();
+            let mut all: Vec<Model> = models
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    model(
+                        m,
+                        if i < with_effort {
+                            efforts.clone()
+                        } else {
+                            Vec::new()
+                        },
+                    )
+                })
+                .collect();
+            if let Ok(Cache::Models { models, .. }) = read_cache(rt, provider, hasher, bytes_left) {
+                for m in models {
+                    if !all.iter().any(|b| b.id == m.id) {
+                        all.push(m);
+                    }
+                }
+            }
+            Some(all)
+        }
+        Kind::Http { .. } => None,
+    }
 }
 
 fn provider_display(provider: &str) -> Option<&'static str> {
@@ -87,26 +126,28 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
             return Err(ErrorCode::CatalogLimit);
         }
         let relevant = enabled.iter().any(|(p, _)| *p == provider) || selected == provider;
+        let mut cli_ready: Option<bool> = None;
         hasher.update(provider.as_bytes());
-        let models = if let Some(models) = offline_models(&provider) {
-            models
-        } else {
-            match read_cache(rt, &provider, &mut hasher, &mut bytes_left)? {
-                Cache::Models { models, .. } => {
-                    scanned += models.len();
-                    if scanned > CATALOG_MODELS {
-                        return Err(ErrorCode::CatalogLimit);
+        let models =
+            if let Some(models) = builtin_models(rt, &provider, &mut hasher, &mut bytes_left) {
+                models
+            } else {
+                match read_cache(rt, &provider, &mut hasher, &mut bytes_left)? {
+                    Cache::Models { models, .. } => {
+                        scanned += models.len();
+                        if scanned > CATALOG_MODELS {
+                            return Err(ErrorCode::CatalogLimit);
+                        }
+                        models
                     }
-                    models
-                }
-                _ => {
-                    if relevant {
-                        notices.push(Notice::ProviderCatalogUnavailable);
+                    _ => {
+                        if relevant {
+                            notices.push(Notice::ProviderCatalogUnavailable);
+                        }
+                        continue;
                     }
-                    continue;
                 }
-            }
-        };
+            };
         for m in models {
             if !enabled.contains(&(provider.clone(), m.id.clone())) || m.retired {
                 continue;
@@ -121,7 +162,12 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
             let mut settings = rt.settings.clone();
             settings.provider = provider.clone();
             settings.model = m.id.clone();
-            let ready = provider_ready(&settings, &rt.root);
+            // An agent CLI's readiness is its own subprocess: asked once per scan.
+            let ready = if providers::is_agent_cli(&provider) {
+                *cli_ready.get_or_insert_with(|| provider_ready(&settings, &rt.root))
+            } else {
+                provider_ready(&settings, &rt.root)
+            };
             hasher.update([u8::from(ready)]);
             let (support, permitted) = effort_support(m.efforts.as_deref());
             let choice = crate::wire::body(&Choice {

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 fn offline(provider: &str) -> Option<usize> {
     match providers::builtin(provider)?.kind {
         Kind::Offline { models } => Some(models.len()),
-        Kind::Http { .. } => None,
+        Kind::Http { .. } | Kind::AgentCli { .. } => None,
     }
 }
 

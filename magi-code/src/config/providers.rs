@@ -45,6 +45,17 @@ pub enum Kind {
         /// when it signs in otherwise.
         key_env: Option<&'static str>,
     },
+    /// A native agent CLI that runs its own loop and its own sign-in (`backend.md` "Claude
+    /// through the native CLI"): ready when its `auth status --json` says so; its models are
+    /// built in (`providers.<name>.command` names the executable).
+    AgentCli {
+        /// The executable unless `providers.<name>.command` says otherwise.
+        command: &'static str,
+        /// Its models with effort control, then those without.
+        models: &'static [&'static str],
+        /// How many of `models`, from the first, take an effort.
+        with_effort: usize,
+    },
 }
 
 /// One built-in provider.
@@ -72,8 +83,22 @@ pub const ECHO: &str = "echo";
 /// The offline model that plays `providers.scripted.script`.
 pub const SCRIPT: &str = "script";
 
+/// The Claude Code CLI signed in with a Claude plan.
+pub const CLAUDE_SUBSCRIPTION: Row = Row {
+    name: "claude-subscription",
+    display: "Claude (subscription)",
+    kind: Kind::AgentCli {
+        command: "claude",
+        models: &["opus", "sonnet", "haiku"],
+        with_effort: 2,
+    },
+};
+
+/// The efforts an agent CLI's models take (`backend.md`: `opus` and `sonnet`).
+pub const CLI_EFFORTS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
 /// Every built-in provider, in name order.
-pub const BUILTIN: [Row; 4] = [
+pub const BUILTIN: [Row; 5] = [
     Row {
         name: "anthropic",
         display: "Anthropic",
@@ -84,6 +109,7 @@ pub const BUILTIN: [Row; 4] = [
             key_env: Some("ANTHROPIC_API_KEY"),
         },
     },
+    CLAUDE_SUBSCRIPTION,
     Row {
         name: "codex",
         display: "Codex",
@@ -113,6 +139,12 @@ pub fn builtin(name: &str) -> Option<&'static Row> {
     BUILTIN.iter().find(|r| r.name == name)
 }
 
+/// Whether `name` is an agent CLI (which runs its own loop and sign-in).
+#[must_use]
+pub fn is_agent_cli(name: &str) -> bool {
+    builtin(name).is_some_and(|r| matches!(r.kind, Kind::AgentCli { .. }))
+}
+
 /// Whether `name` is the offline provider (which reads no conversation and has no window).
 #[must_use]
 pub fn is_offline(name: &str) -> bool {
@@ -130,6 +162,7 @@ impl Row {
     pub fn settings_keys(&self) -> &'static [&'static str] {
         match self.kind {
             Kind::Offline { .. } => &["script", "startup_delay_ms"],
+            Kind::AgentCli { .. } => &["command"],
             Kind::Http {
                 api: Api::Codex, ..
             } => &[
@@ -153,7 +186,7 @@ impl Row {
     pub const fn wire(&self) -> Option<WireApi> {
         match self.kind {
             Kind::Http { wire, .. } => Some(wire),
-            Kind::Offline { .. } => None,
+            Kind::Offline { .. } | Kind::AgentCli { .. } => None,
         }
     }
 }

@@ -69,6 +69,8 @@ pub struct Settings {
     pub catalog_enabled: Vec<String>,
     /// `providers.scripted.script`.
     pub scripted_script: Option<String>,
+    /// `providers.<name>.command` of an agent CLI provider (its executable).
+    pub cli_commands: BTreeMap<String, String>,
     /// `providers.scripted.startup_delay_ms`.
     pub startup_delay_ms: u64,
     /// `base_url` overrides of the built-in HTTP providers.
@@ -134,6 +136,7 @@ impl Default for Settings {
             effort: "default".into(),
             catalog_enabled: Vec::new(),
             scripted_script: None,
+            cli_commands: BTreeMap::new(),
             startup_delay_ms: 0,
             builtin_base_urls: BTreeMap::new(),
             codex_auth_url: None,
@@ -413,6 +416,17 @@ fn interpret(m: &Map<String, Value>, whole: bool) -> R<Settings> {
                             .ok_or(Invalid("startup_delay_ms"))?;
                     }
                 }
+                name if super::providers::is_agent_cli(name) => {
+                    let row = super::providers::builtin(name).ok_or(Invalid("provider name"))?;
+                    let c = obj(cfg, row.settings_keys())?;
+                    if let Some(v) = c.get("command") {
+                        let command = string(v)?;
+                        if command.is_empty() {
+                            return Err(Invalid("command"));
+                        }
+                        s.cli_commands.insert(name.to_owned(), command);
+                    }
+                }
                 name if super::providers::builtin(name).is_some() => {
                     // No `wire_api` here: the built-ins' shapes are fixed (runner.md §1).
                     let row = super::providers::builtin(name).ok_or(Invalid("provider name"))?;
@@ -639,7 +653,7 @@ mod tests {
         )
         .is_err());
         assert!(load(m(json!({"retention_days":-1})), None).is_err());
-        let many: Map<String, Value> = (0..29)
+        let many: Map<String, Value> = (0..28)
             .map(|i| {
                 (
                     format!("p{i}"),
@@ -648,8 +662,8 @@ mod tests {
             })
             .collect();
         assert!(load(m(json!({"providers": many})), None).is_err());
-        // Four built-ins and 28 configured: 32 in all (`backend.md` "Providers").
-        let ok: Map<String, Value> = (0..28)
+        // Five built-ins and 27 configured: 32 in all (`backend.md` "Providers").
+        let ok: Map<String, Value> = (0..27)
             .map(|i| {
                 (
                     format!("p{i}"),

@@ -4,6 +4,7 @@ pub use crate::config::providers::Api;
 use crate::config::providers::{self, Kind, WireApi};
 use crate::config::settings::{self, Settings};
 use crate::runtime::Runtime;
+use crate::util::cancel::Cancel;
 use std::path::Path;
 
 /// Where a `codex` target's sign-in lives and is refreshed.
@@ -87,7 +88,7 @@ pub fn target(rt: &Runtime, provider: &str, model: &str) -> Option<Target> {
     let s = &rt.settings;
     let mut codex = None;
     let (api, wire, base_url, key) = match providers::builtin(provider).map(|r| r.kind) {
-        Some(Kind::Offline { .. }) => return None,
+        Some(Kind::Offline { .. } | Kind::AgentCli { .. }) => return None,
         Some(Kind::Http {
             api,
             wire,
@@ -159,6 +160,7 @@ pub fn provider_ready(s: &Settings, root: &Path) -> bool {
 pub fn keyed(s: &Settings, root: &Path, provider: &str) -> bool {
     match providers::builtin(provider).map(|r| r.kind) {
         Some(Kind::Offline { .. }) => false,
+        Some(Kind::AgentCli { .. }) => cli_status(s, provider, &Cancel::default()).ready(),
         Some(Kind::Http {
             api: Api::Codex, ..
         }) => super::codex::ready_now(),
@@ -169,6 +171,30 @@ pub fn keyed(s: &Settings, root: &Path, provider: &str) -> bool {
                 .is_none_or(|v| std::env::var_os(v).is_some_and(|k| !k.is_empty()))
         }),
     }
+}
+
+/// An agent CLI provider's own readiness check (`auth status --json`, bounded and
+/// cancellable), with the CLI's environment.
+#[must_use]
+pub fn cli_status(s: &Settings, provider: &str, cancel: &Cancel) -> super::cli_auth::Status {
+    let Some(Kind::AgentCli { command, .. }) = providers::builtin(provider).map(|r| r.kind) else {
+        return super::cli_auth::Status::Missing;
+    };
+    let command = s.cli_commands.get(provider).map_or(command, String::as_str);
+    let env = super::cli_auth::cli_env(&key_vars(s));
+    super::cli_auth::auth_status(command, &env, super::cli_auth::STATUS_BOUND, cancel)
+}
+
+/// Every provider key variable the settings name: the built-ins' and each configured
+/// provider's `api_key_env`.
+fn key_vars(s: &Settings) -> Vec<String> {
+    let builtin = providers::BUILTIN.iter().filter_map(|r| match r.kind {
+        Kind::Http { key_env, .. } => key_env.map(str::to_owned),
+        _ => None,
+    });
+    builtin
+        .chain(s.compat.values().filter_map(|c| c.api_key_env.clone()))
+        .collect()
 }
 
 /// Loads every provider key the settings name (the built-ins' and each configured

@@ -251,6 +251,9 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
     use crate::config::providers::{self, Api, Kind};
     let p = s.provider.as_str();
     let place = format!("provider {p}");
+    if let Some(Kind::AgentCli { command, .. }) = providers::builtin(p).map(|r| r.kind) {
+        return cli(s, p, command, place);
+    }
     if crate::providers::target::keyed(s, root, p) {
         return None;
     }
@@ -276,6 +279,7 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
             Some(finding(place, what, Some("run codex login".into())))
         }
         Some(Kind::Http { .. }) => None,
+        Some(Kind::AgentCli { .. }) => None,
         None => match s.compat.get(p) {
             Some(c) => c.api_key_env.as_ref().map(|v| {
                 let fix = format!("export {v}=…");
@@ -295,6 +299,41 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
             }
         },
     }
+}
+
+/// Why an agent CLI provider is not ready: what its own `auth status --json` said.
+fn cli(s: &Settings, p: &str, command: &str, place: String) -> Option<Finding> {
+    use crate::providers::cli_auth::Status;
+    let status =
+        crate::providers::target::cli_status(s, p, &crate::util::cancel::Cancel::default());
+    let command = s.cli_commands.get(p).map_or(command, String::as_str);
+    let (what, fix) = match status {
+        Status::Ready | Status::Cancelled => return None,
+        Status::NotLoggedIn => (
+            "is not signed in".to_owned(),
+            "run claude auth login".to_owned(),
+        ),
+        Status::OtherMethod(m) => (
+            format!(
+                "is signed in with {} (an API key), not a Claude plan",
+                printable(&m)
+            ),
+            "use the anthropic provider for a key, or run claude auth login".to_owned(),
+        ),
+        Status::Missing => (
+            format!("command \"{}\" not found", printable(command)),
+            format!("install Claude Code, or set providers.{p}.command"),
+        ),
+        Status::TimedOut => (
+            "auth status did not answer within 10 s".to_owned(),
+            "run claude auth status yourself to see why".to_owned(),
+        ),
+        Status::NoAnswer => (
+            "auth status gave no answer".to_owned(),
+            "run claude auth status yourself to see why".to_owned(),
+        ),
+    };
+    Some(finding(place, what, Some(fix)))
 }
 
 fn scripted(s: &Settings, place: &str) -> Option<Finding> {
