@@ -176,8 +176,25 @@ pub fn thinking(rt: &Runtime, provider: &str, model: &str) -> Thinking {
 /// empty is unsupported, else the explicit levels; the built-in `scripted` models have none.
 #[must_use]
 pub fn efforts(rt: &Runtime, provider: &str, model: &str) -> Option<Vec<String>> {
-    if crate::config::providers::is_offline(provider) {
-        return Some(Vec::new());
+    use crate::config::providers::{self, Kind, CLI_EFFORTS};
+    match providers::builtin(provider).map(|r| r.kind) {
+        Some(Kind::Offline { .. }) => return Some(Vec::new()),
+        Some(Kind::AgentCli {
+            models,
+            with_effort,
+            ..
+        }) => {
+            // The CLI's own names take its efforts (`haiku` none); a cached entry says its own.
+            if let Some(i) = models.iter().position(|m| *m == model) {
+                let efforts = if i < with_effort {
+                    &CLI_EFFORTS[..]
+                } else {
+                    &[]
+                };
+                return Some(efforts.iter().map(|e| (*e).to_owned()).collect());
+            }
+        }
+        _ => {}
     }
     let mut bytes_left = CATALOG_FILE_BYTES;
     match read_cache(rt, provider, &mut Sha256::new(), &mut bytes_left) {

@@ -12,6 +12,7 @@ mod callbacks;
 mod catalog;
 mod chat_cli;
 mod chat_tui;
+mod claude;
 mod client_tools;
 mod code_mode;
 mod code_mode_bounds;
