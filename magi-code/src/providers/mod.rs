@@ -3,6 +3,7 @@
 
 pub mod anthropic;
 pub mod body;
+pub mod claude_cli;
 pub mod cli_auth;
 pub mod codex;
 #[cfg(feature = "testing")]

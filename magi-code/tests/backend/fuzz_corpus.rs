@@ -8,7 +8,7 @@ use std::path::Path;
 /// A fuzz entry point.
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 9] = [
+const TARGETS: [(&str, Entry); 10] = [
     ("sse", fuzzing::sse),
     ("anthropic", fuzzing::anthropic),
     ("openai_chat", fuzzing::openai_chat),
@@ -21,6 +21,7 @@ const TARGETS: [(&str, Entry); 9] = [
         magi_code::config::fuzzing::profile_front_matter,
     ),
     ("history", magi_code::history::fuzz),
+    ("claude_cli", magi_code::providers::claude_cli::fuzz),
 ];
 
 /// Runs every file of `fuzz/<kind>/<target>` through `entry`; returns how many there were
