@@ -134,6 +134,7 @@ impl Open<'_, '_> {
             input: r.input,
             more,
             refused: r.refused.map(|f| (f.code, f.message)),
+            id: None,
         };
         self.group.push(call);
         self.p.feed(self.run, input);

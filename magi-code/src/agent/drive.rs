@@ -573,7 +573,12 @@ impl StepSink for Live<'_, '_, '_, '_> {
         self.give(Input::Retry { attempt, wait_ms });
     }
 
-    fn call_tool(&mut self, name: &str, input: serde_json::Value) -> Result<String, String> {
+    fn call_tool(
+        &mut self,
+        id: Option<&str>,
+        name: &str,
+        input: serde_json::Value,
+    ) -> Result<String, String> {
         let call = self.d.next_call;
         self.d.next_call += 1;
         self.give(Input::Call {
@@ -582,6 +587,7 @@ impl StepSink for Live<'_, '_, '_, '_> {
             input,
             more: false,
             refused: None,
+            id: id.map(str::to_owned),
         });
         match self.d.answers.remove(&call) {
             Some(Ok(output)) => Ok(output),

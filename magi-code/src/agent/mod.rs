@@ -41,7 +41,7 @@ pub fn run_turn(
             code,
         });
     };
-    let (selection, turns, history) = match attached(ctx, &session_id) {
+    let (selection, turns, history, cli) = match attached(ctx, &session_id) {
         Ok(a) => a,
         Err(code) => return reject(code),
     };
@@ -52,7 +52,7 @@ pub fn run_turn(
         (&selection.provider, &selection.model),
         &prompt,
         Some(turns),
-        &session_id,
+        (&session_id, Some(cli)),
     ) {
         Ok(c) => c,
         Err(code) => return reject(code),
@@ -109,12 +109,17 @@ pub fn run_turn(
     send_finished(ctx, &out, &finished, view);
 }
 
-/// The attached session's selection, turn count and conversation for a turn of
+/// The attached session `session_id`'s selection, turn count, conversation and CLI slot.
+type Attached = (
+    Option<Selection>,
+    usize,
+    crate::history::compact::Snapshot,
+    crate::providers::claude_proc::CliSlot,
+);
+
+/// The attached session's selection, turn count, conversation and CLI slot for a turn of
 /// `session_id`; a failed append's dropped state is read back from the file first.
-fn attached(
-    ctx: &TurnCtx<'_>,
-    session_id: &str,
-) -> Result<(Option<Selection>, usize, crate::history::compact::Snapshot), ErrorCode> {
+fn attached(ctx: &TurnCtx<'_>, session_id: &str) -> Result<Attached, ErrorCode> {
     let mut guard = ctx.state();
     let st = &mut *guard;
     match st.attachment.as_mut() {
@@ -137,7 +142,7 @@ fn attached(
             } else {
                 session::snapshot(&ctx.rt, a, ctx.cancel)?
             };
-            Ok((selection, a.turns, history))
+            Ok((selection, a.turns, history, a.claude.clone()))
         }
         Some(_) => Err(ErrorCode::StaleSession),
         None => Err(ErrorCode::SessionMissing),

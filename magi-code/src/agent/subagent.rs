@@ -204,7 +204,7 @@ pub fn prepare<'a>(out: &RunOutput<'a>, input: &Value) -> Result<Child<'a>, Tool
         (&selection.provider, &selection.model),
         &task.prompt,
         None,
-        &out.session_id,
+        (&out.session_id, None),
     )
     .map_err(|_| refusal("the agent's model is not available"))?;
     let cwd = rt.cwd.to_string_lossy().into_owned();

@@ -383,5 +383,67 @@ fn assemble(ctx: String, turn: Turn, after: &[Item]) -> Vec<Item> {
 
 pub mod cut;
 
+/// The line that says the summary request left out the oldest part of the conversation.
+pub const TRIMMED_NOTE: &str = "[the oldest part of the conversation was left out]";
+
+/// The conversation as text for the summary request within `budget` bytes: an entry longer
+/// than an eighth of the budget is cut to its first and last parts, then the oldest entries
+/// are left out while it still passes (the newest entry alone is cut to its end), so one long
+/// reply does not push every earlier turn out (`decisions.md` 46). Text keeps every provider's
+/// pairing rules out of the way: no tool calls without tools, no orphan results.
+#[must_use]
+pub fn transcript(items: &[Item], budget: usize) -> String {
+    let entry_max = budget / 8;
+    let entries: Vec<String> = items
+        .iter()
+        .filter_map(|it| match it {
+            Item::User { text } => Some(format!("[user]\n{text}")),
+            Item::Assistant { text } => Some(format!("[assistant]\n{text}")),
+            Item::ToolCall { name, input, .. } => Some(format!("[tool call: {name}]\n{input}")),
+            Item::ToolResult {
+                output, is_error, ..
+            } => Some(format!(
+                "[tool result{}]\n{output}",
+                if *is_error { ", failed" } else { "" }
+            )),
+            Item::ProviderItem { .. } => None,
+        })
+        .map(|e| cut::keep_ends(&e, entry_max))
+        .collect();
+    // Entries are joined by a blank line: two bytes between each.
+    let mut total: usize = entries
+        .iter()
+        .map(|e| e.len() + 2)
+        .sum::<usize>()
+        .saturating_sub(2);
+    let mut from = 0;
+    let note = TRIMMED_NOTE.len() + 2;
+    while total + if from > 0 { note } else { 0 } > budget && from + 1 < entries.len() {
+        total -= entries[from].len() + 2;
+        from += 1;
+    }
+    let mut t = String::new();
+    if from > 0 {
+        t.push_str(TRIMMED_NOTE);
+        t.push_str("\n\n");
+    }
+    let room = budget.saturating_sub(t.len());
+    let body = entries[from..].join("\n\n");
+    if body.len() > room {
+        let mut cut = body.len() - room;
+        while !body.is_char_boundary(cut) {
+            cut += 1;
+        }
+        if from == 0 {
+            t.push_str(TRIMMED_NOTE);
+            t.push_str("\n\n");
+        }
+        t.push_str(&body[cut..]);
+    } else {
+        t.push_str(&body);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,9 @@
 
 pub mod anthropic;
 pub mod body;
+pub mod claude;
 pub mod claude_cli;
+pub mod claude_proc;
 pub mod cli_auth;
 pub mod codex;
 #[cfg(feature = "testing")]

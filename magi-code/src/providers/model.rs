@@ -171,6 +171,8 @@ pub enum StepFailure {
     Auth,
     /// The `codex` sign-in is spent or refused (`provider_auth`): only `codex login` helps.
     CodexLogin,
+    /// The Claude Code CLI's sign-in was refused (`provider_auth`): `claude auth login`.
+    ClaudeLogin,
     /// Another HTTP status (`provider_status`).
     Status(u16),
     /// A malformed stream, or one that ended before its terminal (`provider_stream_invalid`).
@@ -193,7 +195,7 @@ impl StepFailure {
         Some(match self {
             Self::Cancelled => return None,
             Self::Unreachable => DiagnosticCode::ProviderUnreachable,
-            Self::Auth | Self::CodexLogin => DiagnosticCode::ProviderAuth,
+            Self::Auth | Self::CodexLogin | Self::ClaudeLogin => DiagnosticCode::ProviderAuth,
             Self::Status(_) => DiagnosticCode::ProviderStatus,
             Self::StreamInvalid | Self::EmptyReply => DiagnosticCode::ProviderStreamInvalid,
             Self::Remote | Self::Scripted => DiagnosticCode::ProviderError,
@@ -210,6 +212,9 @@ impl StepFailure {
             Self::Auth => "the provider refused the credentials".to_owned(),
             Self::CodexLogin => {
                 "the ChatGPT sign-in was refused or has expired; run `codex login`".to_owned()
+            }
+            Self::ClaudeLogin => {
+                "the Claude sign-in was refused or has expired; run `claude auth login`".to_owned()
             }
             Self::Status(n) => format!("the provider answered HTTP status {n}"),
             Self::StreamInvalid => "the provider's stream was malformed or cut short".to_owned(),
@@ -232,9 +237,15 @@ pub trait StepSink {
     /// The events of one network read are in: text deltas held back to coalesce go out now.
     fn flush(&mut self) {}
     /// Calls the turn's tool `name` with `input` back, mid-step (a provider that runs its own
-    /// loop), through the run's whole pipeline: its output, or the error text the provider
-    /// hands its model. By default no tool can be called.
-    fn call_tool(&mut self, _name: &str, _input: Value) -> Result<String, String> {
+    /// loop), through the run's whole pipeline, under the provider's own call `id` if it has
+    /// one: its output, or the error text the provider hands its model. By default no tool
+    /// can be called.
+    fn call_tool(
+        &mut self,
+        _id: Option<&str>,
+        _name: &str,
+        _input: Value,
+    ) -> Result<String, String> {
         Err("unknown tool".to_owned())
     }
 }

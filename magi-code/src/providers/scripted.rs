@@ -183,7 +183,7 @@ impl ModelClient for ScriptedModel {
                     return Ok(());
                 }
                 Step::CallBack { name, input } => {
-                    let shown = match sink.call_tool(&name, input) {
+                    let shown = match sink.call_tool(None, &name, input) {
                         Ok(out) => format!("{name}: {}", first_line(&out)),
                         Err(why) => format!("{name} failed: {}", first_line(&why)),
                     };

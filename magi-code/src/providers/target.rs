@@ -185,6 +185,30 @@ pub fn cli_status(s: &Settings, provider: &str, cancel: &Cancel) -> super::cli_a
     super::cli_auth::auth_status(command, &env, super::cli_auth::STATUS_BOUND, cancel)
 }
 
+/// How an agent CLI provider's process starts in folder `cwd`: its command (the setting, else
+/// the row's) and the CLI's environment; `None` for any other provider.
+#[must_use]
+pub fn cli_launch(
+    s: &Settings,
+    provider: &str,
+    cwd: &Path,
+    transcript_budget: usize,
+) -> Option<super::claude_proc::Launch> {
+    let Some(Kind::AgentCli { command, .. }) = providers::builtin(provider).map(|r| r.kind) else {
+        return None;
+    };
+    Some(super::claude_proc::Launch {
+        command: s
+            .cli_commands
+            .get(provider)
+            .map_or(command, String::as_str)
+            .to_owned(),
+        env: super::cli_auth::cli_env(&key_vars(s)),
+        cwd: cwd.to_path_buf(),
+        transcript_budget,
+    })
+}
+
 /// Every provider key variable the settings name: the built-ins' and each configured
 /// provider's `api_key_env`.
 fn key_vars(s: &Settings) -> Vec<String> {

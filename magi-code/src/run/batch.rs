@@ -115,6 +115,8 @@ pub struct Queued {
     pub input: Value,
     /// The helper's refusal, if any.
     pub refused: Option<(ToolErrorCode, String)>,
+    /// The callee's own ID for the call (a provider's `tool_use` ID), if it has one.
+    pub id: Option<String>,
 }
 
 /// A running cell: its clock and its code's calls.

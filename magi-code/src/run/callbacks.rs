@@ -117,9 +117,10 @@ impl Callbacks {
                 Some((code, why)) => Some((why, code)),
                 None => refusal(sh, &self.origin, &q.name),
             };
-            let id = match &self.origin {
-                Origin::Cell { call_id } => call_id.clone(),
-                Origin::Step => sh.voice.fresh_id("cb-"),
+            let id = match (&self.origin, q.id) {
+                (Origin::Cell { call_id }, _) => call_id.clone(),
+                (Origin::Step, Some(id)) if plain(&id) => id,
+                (Origin::Step, _) => sh.voice.fresh_id("cb-"),
             };
             from.calls.push(NestedCall {
                 call: q.call,
@@ -145,6 +146,15 @@ impl Callbacks {
             CallsNext::Answered(_) | CallsNext::Stepped | CallsNext::Finish(_) => {}
         }
     }
+}
+
+/// Whether a callee's own call ID may name the call's records: short, of ID characters.
+fn plain(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Runs `f` with the run held as `hold` says.

@@ -67,12 +67,14 @@ pub fn on_input(sh: &mut Shared, mut c: Box<Calls>, input: Input) -> CallsNext {
             input,
             more,
             refused,
+            id,
         } => {
             let q = Queued {
                 call,
                 name,
                 input,
                 refused,
+                id,
             };
             let hold = cell.hold();
             cell.callbacks.take(sh, q, more, hold);

@@ -3,6 +3,7 @@
 //! The run's compaction states (`compacting.rs`) drive it.
 
 use crate::history::compact::{self, Pieces, Snapshot, Written};
+pub use crate::history::compact::{transcript, TRIMMED_NOTE};
 use crate::history::{Body, Item, Record, ToolSpec};
 use crate::providers::StepFailure;
 use serde_json::json;
@@ -18,8 +19,6 @@ found, decisions made, the current state of the task and what remains to do. Rep
 summary only.";
 /// Most bytes of a stored summary.
 pub const SUMMARY_BYTES: usize = 32 << 10;
-/// The line that says the summary request left out the oldest part of the conversation.
-pub const TRIMMED_NOTE: &str = "[the oldest part of the conversation was left out]";
 
 /// The bytes a request spends on the instructions and the tool definitions.
 #[must_use]
@@ -186,65 +185,6 @@ pub enum Compacted {
     /// Its records could not be appended: the history no longer holds what the loop would go
     /// on with, so the run ends `persistence_failed` with persistence `degraded`.
     Unstored,
-}
-
-/// The conversation as text for the summary request within `budget` bytes: an entry longer
-/// than an eighth of the budget is cut to its first and last parts, then the oldest entries
-/// are left out while it still passes (the newest entry alone is cut to its end), so one long
-/// reply does not push every earlier turn out (`decisions.md` 46). Text keeps every provider's
-/// pairing rules out of the way: no tool calls without tools, no orphan results.
-#[must_use]
-pub fn transcript(items: &[Item], budget: usize) -> String {
-    let entry_max = budget / 8;
-    let entries: Vec<String> = items
-        .iter()
-        .filter_map(|it| match it {
-            Item::User { text } => Some(format!("[user]\n{text}")),
-            Item::Assistant { text } => Some(format!("[assistant]\n{text}")),
-            Item::ToolCall { name, input, .. } => Some(format!("[tool call: {name}]\n{input}")),
-            Item::ToolResult {
-                output, is_error, ..
-            } => Some(format!(
-                "[tool result{}]\n{output}",
-                if *is_error { ", failed" } else { "" }
-            )),
-            Item::ProviderItem { .. } => None,
-        })
-        .map(|e| compact::cut::keep_ends(&e, entry_max))
-        .collect();
-    // Entries are joined by a blank line: two bytes between each.
-    let mut total: usize = entries
-        .iter()
-        .map(|e| e.len() + 2)
-        .sum::<usize>()
-        .saturating_sub(2);
-    let mut from = 0;
-    let note = TRIMMED_NOTE.len() + 2;
-    while total + if from > 0 { note } else { 0 } > budget && from + 1 < entries.len() {
-        total -= entries[from].len() + 2;
-        from += 1;
-    }
-    let mut t = String::new();
-    if from > 0 {
-        t.push_str(TRIMMED_NOTE);
-        t.push_str("\n\n");
-    }
-    let room = budget.saturating_sub(t.len());
-    let body = entries[from..].join("\n\n");
-    if body.len() > room {
-        let mut cut = body.len() - room;
-        while !body.is_char_boundary(cut) {
-            cut += 1;
-        }
-        if from == 0 {
-            t.push_str(TRIMMED_NOTE);
-            t.push_str("\n\n");
-        }
-        t.push_str(&body[cut..]);
-    } else {
-        t.push_str(&body);
-    }
-    t
 }
 
 /// Most output tokens of the summary request, whatever the window (`decisions.md` 46).

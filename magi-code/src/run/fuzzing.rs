@@ -364,6 +364,7 @@ impl Fuzz {
             input,
             more: flags & 3 == 0,
             refused,
+            id: None,
         }
     }
 

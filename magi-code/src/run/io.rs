@@ -317,6 +317,9 @@ pub enum Input {
         /// Refused by the helper (input it could not send, past `max_calls`): its code and
         /// why; recorded and answered, never run.
         refused: Option<(ToolErrorCode, String)>,
+        /// The callee's own ID for the call (a provider's `tool_use` ID): a provider's call
+        /// is recorded under it (else under a fresh one).
+        id: Option<String>,
     },
     /// The running cell ended.
     CellEnded {

@@ -204,6 +204,7 @@ impl Run {
                     input,
                     more,
                     refused,
+                    id,
                 },
             ) => {
                 let q = Queued {
@@ -211,7 +212,9 @@ impl Run {
                     name,
                     input,
                     refused,
+                    id,
                 };
+                step::cut_segment(sh, &mut s);
                 let hold = step_hold(sh);
                 s.callbacks
                     .get_or_insert_with(|| Callbacks::new(Origin::Step, None))

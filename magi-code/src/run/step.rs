@@ -190,6 +190,21 @@ pub fn on_model(sh: &mut Shared, s: &mut Streaming, ev: ModelEvent) {
     }
 }
 
+/// A call came back mid-step: the text streamed so far is a segment of its own (a `tool_use`
+/// block ends a segment), reconciled and recorded before the call's records.
+pub fn cut_segment(sh: &mut Shared, s: &mut Streaming) {
+    if !s.seg.is_empty() {
+        s.seg.end(&mut sh.voice);
+        if let (Some(i), false) = (s.text_at, s.seg.text.is_empty()) {
+            s.items[i] = Item::Assistant {
+                text: s.seg.text.clone(),
+            };
+        }
+        close_segment(&mut sh.voice, &mut s.seg, false, &mut sh.records);
+    }
+    s.text_at = None;
+}
+
 /// A retry of the `what` request (`provider` or `summary`) is about to wait.
 pub fn on_retry(sh: &mut Shared, what: &str, attempt: u32, wait_ms: u64) {
     let summary = format!(

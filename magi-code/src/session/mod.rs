@@ -48,6 +48,7 @@ pub fn create(rt: &Runtime, st: &mut SessionState) -> OpResult {
         turns: 0,
         meta_failed: false,
         code: None,
+        claude: Default::default(),
     };
     let result = session_result(a.id.as_str(), false, &a.snapshot.revision, &[]);
     // The previous attachment (and its lease) is released only now that the new one exists.
@@ -130,6 +131,7 @@ pub fn open(rt: &Runtime, st: &mut SessionState, id: &str, cancel: &Cancel) -> O
         history: Some(loaded.history),
         meta_failed: false,
         code: None,
+        claude: Default::default(),
     };
     let result = session_result(a.id.as_str(), true, &a.snapshot.revision, &notices);
     st.attachment = Some(a);

@@ -75,6 +75,9 @@ pub struct Attachment {
     /// Its Code Mode helper, started by the first `exec` and killed when dropped with the
     /// attachment (`code-mode.md` 4); taken out while a cell runs.
     pub code: Option<crate::codemode::helper::Helper>,
+    /// Its Claude Code CLI (`claude-subscription`), started by its first turn on that provider
+    /// and ended when dropped with the attachment; taken out while a turn runs.
+    pub claude: crate::providers::claude_proc::CliSlot,
 }
 
 impl Attachment {

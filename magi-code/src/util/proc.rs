@@ -189,6 +189,11 @@ pub fn term_group(pid: u32) {
     signal_group(pid, libc::SIGTERM);
 }
 
+/// SIGINTs that process group: what a terminal's Ctrl-C would send, before [`term_group`].
+pub fn int_group(pid: u32) {
+    signal_group(pid, libc::SIGINT);
+}
+
 // libc::kill has no safe std equivalent for a process group.
 #[allow(unsafe_code)]
 fn signal_group(pid: u32, sig: libc::c_int) {

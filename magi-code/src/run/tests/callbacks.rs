@@ -29,6 +29,7 @@ fn call_back(h: &mut Harness, call: u64, name: &str, input: Value) {
         input,
         more: false,
         refused: None,
+        id: None,
     });
     h.pump();
 }

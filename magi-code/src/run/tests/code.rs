@@ -57,6 +57,7 @@ fn code_call(h: &mut Harness, n: u64, name: &str, input: Value) {
         input,
         more: false,
         refused: None,
+        id: None,
     });
     h.pump();
 }
@@ -70,6 +71,7 @@ pub(super) fn code_calls_together(h: &mut Harness, first: u64, calls: &[(&str, V
             input: input.clone(),
             more: i + 1 < calls.len(),
             refused: None,
+            id: None,
         });
     }
     h.pump();

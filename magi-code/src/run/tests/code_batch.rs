@@ -59,6 +59,7 @@ fn calls_the_helper_refused_are_recorded_and_answered_with_its_error() {
             input: Value::Null,
             more: false,
             refused: Some((code, format!("refused {n}"))),
+            id: None,
         });
         h.pump();
     }
@@ -96,6 +97,7 @@ fn a_tick_while_the_helper_sends_a_group_starts_none_of_it() {
         input: json!({ "path": path }),
         more,
         refused: None,
+        id: None,
     };
     h.feed(read(0, "a", true));
     h.now += 5;

@@ -297,6 +297,7 @@ impl Harness {
             input,
             more: false,
             refused: None,
+            id: None,
         });
         self.pump();
         self.in_call_back = false;
@@ -327,6 +328,7 @@ impl Harness {
                 input,
                 more: n < last,
                 refused: None,
+                id: None,
             });
         }
         self.helper_answered();
