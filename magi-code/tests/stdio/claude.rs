@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The real CLI, installed from the pinned lockfile first if missing.
-fn claude() -> PathBuf {
+pub(crate) fn claude() -> PathBuf {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp");
     ensure_npm(&fixtures, "node_modules/.bin/claude")
 }
 
 /// An env selecting `claude-subscription/sonnet` run by `command`.
-fn env_with(command: &Path) -> Env {
+pub(crate) fn env_with(command: &Path) -> Env {
     let env = Env::new();
     env.write_global_settings(&json!({
         "provider": "claude-subscription", "model": "sonnet",
@@ -28,7 +28,7 @@ fn env_with(command: &Path) -> Env {
 }
 
 /// A Claude plan's saved sign-in in `env`'s `HOME`.
-fn signed_in(env: &Env) {
+pub(crate) fn signed_in(env: &Env) {
     let dir = env.root.join(".claude");
     std::fs::create_dir_all(&dir).unwrap();
     let creds = json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-magi-test",

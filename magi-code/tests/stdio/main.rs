@@ -13,6 +13,7 @@ mod catalog;
 mod chat_cli;
 mod chat_tui;
 mod claude;
+mod claude_turns;
 mod client_tools;
 mod code_mode;
 mod code_mode_bounds;

@@ -1,0 +1,337 @@
+//! `claude-subscription` turns through the real binary and the real Claude Code CLI
+//! (`backend.md` "Claude through the native CLI"), pinned in the npm fixtures, each with its
+//! own `HOME` holding a Claude plan's sign-in, no API key, and `ANTHROPIC_BASE_URL` at a
+//! loopback fake Messages server: the CLI runs its own loop, our tools are its `magi` server's,
+//! answered through our policy and approvals.
+
+use super::claude::{claude, env_with, signed_in};
+use crate::common::anthropic_sse::{reply, stop, text, tool_use};
+use crate::common::fake_llm::{FakeLlm, Reply};
+use crate::common::{
+    cancel_turn, diagnostic_codes, events, reconciled, result, sessions_dir, start_session,
+    start_turn, until_finished, Env, Server,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = crate::common::STEP;
+
+/// A signed-in env on `claude-subscription/sonnet` whose CLI talks to `llm`, with tool
+/// policies `tools`.
+fn env_for(llm: &FakeLlm, tools: &Value) -> Env {
+    let cli = claude();
+    let mut env = env_with(&cli);
+    env.write_global_settings(&json!({
+        "provider": "claude-subscription", "model": "sonnet",
+        "providers": {"claude-subscription": {"command": cli}},
+        "tools": tools,
+    }));
+    signed_in(&env);
+    env.set_var("ANTHROPIC_BASE_URL", &llm.base);
+    env
+}
+
+/// The session's records, parsed.
+fn records(env: &Env, sid: &str) -> Vec<Value> {
+    std::fs::read_to_string(sessions_dir(env).join(format!("{sid}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `text` of every `text` block of every user message of `body`, and of every
+/// `tool_result` block, in order.
+fn user_texts(body: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "user" {
+            continue;
+        }
+        match &m["content"] {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(blocks) => {
+                for b in blocks {
+                    if let Some(t) = b["text"].as_str() {
+                        out.push(t.to_owned());
+                    }
+                    if b["type"] == "tool_result" {
+                        out.push(b["content"].to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A text reply from the fake.
+fn says(t: &str) -> Reply {
+    reply(vec![text(0, t), stop("end_turn")])
+}
+
+/// The CLI processes (by their executable) whose environment names `MC_HOME` `home`.
+fn clis_of(home: &std::path::Path) -> usize {
+    let mark = format!("MC_HOME={}", home.display());
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            let p = e.path();
+            let exe = std::fs::read_link(p.join("exe")).unwrap_or_default();
+            let env = std::fs::read(p.join("environ")).unwrap_or_default();
+            exe.to_string_lossy().contains("claude")
+                && env.split(|b| *b == 0).any(|kv| kv == mark.as_bytes())
+        })
+        .count()
+}
+
+#[test]
+fn a_text_turn_streams_and_reconciles_and_the_next_turn_uses_the_same_cli() {
+    let llm = FakeLlm::start(vec![says("hello from the plan"), says("second answer")]);
+    let mut env = env_for(&llm, &json!({}));
+    // A key in the backend's environment never reaches the CLI (it would bill the key).
+    env.set_var("ANTHROPIC_API_KEY", "sk-ant-api03-must-not-pass");
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "say hello");
+    let frames = until_finished(&mut s);
+    assert_eq!(
+        frames.last().unwrap()["data"]["outcome"],
+        "completed",
+        "{frames:#?}"
+    );
+    assert_eq!(reconciled(&frames), "hello from the plan");
+    assert!(!events(&frames, "message.delta").is_empty());
+    let first = llm.next(WAIT);
+    assert!(first.path.starts_with("/v1/messages"), "{}", first.path);
+    assert!(user_texts(&first.body).iter().any(|t| t == "say hello"));
+    // Signed in with the plan: the CLI sends its OAuth token, never an API key.
+    assert!(first.headers.iter().all(|(k, _)| k != "x-api-key"));
+    let bearer = first.headers.iter().find(|(k, _)| k == "authorization");
+    assert!(
+        bearer.is_some_and(|(_, v)| v.contains("sk-ant-oat01-magi-test")),
+        "{:?}",
+        first.headers
+    );
+    assert_eq!(clis_of(std::path::Path::new(&env.mc_home)), 1);
+
+    start_turn(&mut s, &sid, "again");
+    let frames = until_finished(&mut s);
+    assert_eq!(reconciled(&frames), "second answer");
+    let second = llm.next(WAIT);
+    // The same conversation: the first turn is in the CLI's own request.
+    let said = user_texts(&second.body);
+    assert!(said.iter().any(|t| t == "say hello") && said.iter().any(|t| t == "again"));
+    assert_eq!(
+        clis_of(std::path::Path::new(&env.mc_home)),
+        1,
+        "one CLI per session"
+    );
+    let stored = records(&env, &sid);
+    let items: Vec<&Value> = stored
+        .iter()
+        .filter(|r| r["type"] == "provider_item")
+        .collect();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["provider"], "claude-subscription");
+    assert_eq!(items[0]["item"]["type"], "claude_cli_session");
+    assert_eq!(items[0]["item"]["uuid"], items[1]["item"]["uuid"]);
+    assert!(stored.iter().any(|r| r["type"] == "usage"));
+    s.shutdown_ok("bye");
+    assert_eq!(
+        clis_of(std::path::Path::new(&env.mc_home)),
+        0,
+        "no CLI after shutdown"
+    );
+}
+
+/// Answers the next `approval.requested` of run `run_id` with `allow`; the frames up to it.
+fn answer_approval(s: &mut Server, sid: &str, run_id: &str, allow: bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let asked = loop {
+        let f = s.next();
+        seen.push(f.clone());
+        if f["event"] == "approval.requested" {
+            break f;
+        }
+    };
+    let r = s.call(
+        "a",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id,
+            "approval_id": asked["data"]["approval_id"], "allow": allow}),
+    );
+    assert_eq!(result(&r)["recorded"], true);
+    seen
+}
+
+#[test]
+fn a_tool_call_goes_through_our_approval_and_its_result_reaches_the_model() {
+    for allow in [true, false] {
+        let call = tool_use(
+            1,
+            "toolu_magi_1",
+            "mcp__magi__write_file",
+            r#"{"path":"w.txt","content":"from the plan\n"}"#,
+        );
+        let llm = FakeLlm::start(vec![
+            reply(vec![text(0, "Writing it."), call, stop("tool_use")]),
+            says("done"),
+        ]);
+        let env = env_for(&llm, &json!({"write": "ask"}));
+        let (mut s, sid) = start_session(&env, &["approval.answer"]);
+        let run_id = start_turn(&mut s, &sid, "write w.txt");
+        let mut frames = answer_approval(&mut s, &sid, &run_id, allow);
+        let asked = frames.last().unwrap().clone();
+        let summary = asked["data"]["summary"].as_str().unwrap();
+        assert!(summary.starts_with("write_file w.txt"), "{asked}");
+        frames.extend(until_finished(&mut s));
+        assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+        assert_eq!(env.cwd.join("w.txt").exists(), allow);
+        // Two segments: the text before the call, then the answer, each reconciled.
+        let done: Vec<&Value> = events(&frames, "message.reconcile");
+        let texts: Vec<(&str, &str)> = done
+            .iter()
+            .map(|f| {
+                let d = &f["data"];
+                (
+                    d["message_id"].as_str().unwrap(),
+                    d["text"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert_eq!((texts[0].1, texts[1].1), ("Writing it.", "done"));
+        assert_ne!(texts[0].0, texts[1].0);
+        let acts: Vec<&Value> = events(&frames, "activity");
+        assert!(
+            acts.iter().all(|a| a["data"]["name"] == "write_file"),
+            "{acts:#?}"
+        );
+
+        let _ = llm.next(WAIT);
+        let second = llm.next(WAIT);
+        let results = user_texts(&second.body);
+        let last = results.last().unwrap();
+        if allow {
+            assert!(!last.contains("denied"), "{last}");
+        } else {
+            assert!(last.contains("denied by the user"), "{last}");
+        }
+        let stored = records(&env, &sid);
+        let call = stored.iter().find(|r| r["type"] == "tool_call").unwrap();
+        assert_eq!(
+            (&call["call_id"], &call["name"]),
+            (&json!("toolu_magi_1"), &json!("write_file"))
+        );
+        let res = stored.iter().find(|r| r["type"] == "tool_result").unwrap();
+        assert_eq!(res["call_id"], "toolu_magi_1");
+        assert_eq!(res["is_error"], !allow);
+        s.shutdown_ok("bye");
+    }
+}
+
+#[test]
+fn turn_cancel_interrupts_the_cli_within_500_ms_and_the_next_turn_works() {
+    let llm = FakeLlm::start(vec![says("never").stalled(), says("after the cancel")]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    let run_id = start_turn(&mut s, &sid, "take long");
+    assert!(llm.stalled_within(WAIT));
+    let (frames, took) = cancel_turn(&mut s, &sid, &run_id);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "cancelled");
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    start_turn(&mut s, &sid, "next");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(reconciled(&frames), "after the cancel");
+    assert_eq!(clis_of(std::path::Path::new(&env.mc_home)), 1);
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn a_401_fails_the_turn_with_provider_auth_and_says_to_log_in() {
+    let denied = json!({"type": "error",
+        "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+    let llm = FakeLlm::start(vec![Reply::status(401, &denied); 8]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hi");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "failed");
+    let codes = diagnostic_codes(&frames);
+    assert_eq!(
+        codes.last().map(String::as_str),
+        Some("provider_auth"),
+        "{codes:?}"
+    );
+    let said = events(&frames, "diagnostic");
+    assert!(said.iter().any(|d| d["data"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("claude auth login")));
+    // The provider's error text is never shown.
+    assert!(!reconciled(&frames).contains("invalid x-api-key"));
+    s.shutdown_ok("bye");
+}
+
+/// The `uuid` of each `claude_cli_session` item stored in session `sid`.
+fn conversations(env: &Env, sid: &str) -> Vec<String> {
+    records(env, sid)
+        .iter()
+        .filter(|r| r["type"] == "provider_item" && r["item"]["type"] == "claude_cli_session")
+        .map(|r| r["item"]["uuid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs a turn of `prompt` in session `sid` on a new backend of `env` (after `session.open`).
+fn turn_after_restart(env: &Env, sid: &str, prompt: &str) -> Vec<Value> {
+    let mut s = env.spawn();
+    let _ = s.call("init", "initialize", &crate::common::init_params(&[]));
+    let open = s.call("o", "session.open", &json!({"session_id": sid}));
+    assert_eq!(result(&open)["durable"], true, "{open}");
+    start_turn(&mut s, sid, prompt);
+    let frames = until_finished(&mut s);
+    s.shutdown_ok("bye");
+    frames
+}
+
+#[test]
+fn a_new_backend_resumes_the_cli_conversation_or_starts_one_from_the_transcript() {
+    let llm = FakeLlm::start(vec![says("one"), says("two"), says("three")]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "first prompt");
+    assert_eq!(reconciled(&until_finished(&mut s)), "one");
+    s.shutdown_ok("bye");
+    let _ = llm.next(WAIT);
+
+    // `--resume`: the CLI's own conversation goes on.
+    let frames = turn_after_restart(&env, &sid, "second prompt");
+    assert_eq!(reconciled(&frames), "two");
+    let said = user_texts(&llm.next(WAIT).body);
+    assert!(said.iter().any(|t| t == "first prompt"), "{said:?}");
+    let uuids = conversations(&env, &sid);
+    assert_eq!(uuids.len(), 2);
+    assert_eq!(uuids[0], uuids[1]);
+
+    // The CLI lost its conversation: a new one starts from our transcript.
+    std::fs::remove_dir_all(env.root.join(".claude/projects")).unwrap();
+    let frames = turn_after_restart(&env, &sid, "third prompt");
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(reconciled(&frames), "three");
+    let said = user_texts(&llm.next(WAIT).body);
+    let first = said.iter().find(|t| t.contains("third prompt")).unwrap();
+    for earlier in [
+        "[user]\nfirst prompt",
+        "[assistant]\none",
+        "[user]\nsecond prompt",
+    ] {
+        assert!(first.contains(earlier), "{first}");
+    }
+    let uuids = conversations(&env, &sid);
+    assert_eq!(uuids.len(), 3);
+    assert_ne!(uuids[2], uuids[1]);
+}
