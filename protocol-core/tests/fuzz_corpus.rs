@@ -16,7 +16,7 @@ const TARGETS: [(&str, Target); 3] = [
 
 /// Corpora of magi-code's targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs` (`run`:
 /// by `run::fuzzing`'s own test).
-const MAGI_CODE_TARGETS: [&str; 10] = [
+const MAGI_CODE_TARGETS: [&str; 11] = [
     "sse",
     "anthropic",
     "openai_chat",
@@ -27,6 +27,7 @@ const MAGI_CODE_TARGETS: [&str; 10] = [
     "code_host_lines",
     "mcp_http_answer",
     "history",
+    "claude_cli",
 ];
 
 fn fuzz_dir() -> PathBuf {

@@ -11,7 +11,6 @@ use super::subagent;
 use crate::history::compact::Snapshot;
 use crate::history::room::Room;
 use crate::history::Record;
-use crate::mcp::{Lost, McpHub};
 use crate::providers::{ModelClient, ModelEvent, ModelRequest, StepFailure, StepSink};
 use crate::run::compaction::{SUMMARY_BYTES, SUMMARY_SYSTEM};
 use crate::run::{
@@ -19,7 +18,6 @@ use crate::run::{
     Stored, ToolEnd, ToolJob, Waiting,
 };
 use crate::session;
-use crate::tools::outcome::bound_output;
 use crate::tools::{self, ToolKind, ToolOutcome};
 use crate::util::cancel::{Alarm, Cancel};
 use crate::util::clock::RealClock;
@@ -425,7 +423,7 @@ impl Driver<'_, '_, '_> {
                 None => subagent_run(self.out, &job.input),
             }),
             ToolKind::Mcp => match ctx.mcp.as_deref() {
-                Some(hub) => call_mcp(hub, &job.name, &job.input, cancel),
+                Some(hub) => super::mcp_call::call_mcp(hub, &job.name, &job.input, cancel),
                 None => done(ToolOutcome::fail("unknown tool")),
             },
             ToolKind::Client | ToolKind::Code => done(ToolOutcome::fail("unknown tool")),
@@ -510,27 +508,6 @@ impl super::cell::Perform for Nested<'_, '_, '_, '_> {
     }
 }
 
-/// Calls an MCP tool through the hub; a server found gone is reported with the outcome.
-fn call_mcp(hub: &McpHub, name: &str, input: &serde_json::Value, cancel: &Cancel) -> ToolEnd {
-    let done = hub.call(name, input, cancel);
-    let summary = match (done.result.ok, done.lost) {
-        (true, _) => "ok",
-        (false, Some(Lost::Exited)) => "server exited",
-        (false, Some(Lost::Failed)) => "server failed",
-        (false, Some(Lost::AuthRequired)) => "auth required",
-        (false, None) => "error",
-    };
-    ToolEnd {
-        outcome: Some(ToolOutcome {
-            ok: done.result.ok,
-            summary: summary.to_owned(),
-            output: bound_output(done.result.text, false),
-            details: tools::ToolDetails::None,
-        }),
-        lost: done.lost,
-    }
-}
-
 /// A step's stream into the run: each event fed and the run settled at once (deltas and
 /// events go out as they come); a summary's text is only collected (it is not a message).
 struct Live<'r, 'o, 'a, 'c> {
@@ -568,9 +545,13 @@ impl StepSink for Live<'_, '_, '_, '_> {
         }
     }
 
-    fn retry(&mut self, attempt: u32, wait: Duration) {
+    fn retry(&mut self, attempt: u32, of: u32, wait: Duration) {
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-        self.give(Input::Retry { attempt, wait_ms });
+        self.give(Input::Retry {
+            attempt,
+            of,
+            wait_ms,
+        });
     }
 
     fn call_tool(

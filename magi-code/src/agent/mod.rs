@@ -11,6 +11,7 @@ pub mod context;
 pub mod drive;
 pub mod emit;
 pub mod hooks;
+pub mod mcp_call;
 pub mod params;
 pub mod quiet;
 pub mod subagent;

@@ -134,7 +134,7 @@ impl StepSink for Collect<'_> {
         }
     }
 
-    fn retry(&mut self, _attempt: u32, _wait: Duration) {
+    fn retry(&mut self, _attempt: u32, _of: u32, _wait: Duration) {
         self.cancel.cancel();
     }
 }
@@ -149,6 +149,12 @@ pub fn run(job: &TitleJob, rt: &Runtime, session: &Mutex<SessionState>, cancel: 
             return;
         }
         Box::new(ScriptedModel::echo(&job.input))
+    } else if providers::is_agent_cli(&job.provider) {
+        // An agent CLI titles with a one-shot process of its own.
+        match crate::providers::target::cli_launch(&rt.settings, &job.provider, &rt.cwd, 0) {
+            Some(l) => Box::new(crate::providers::claude_title::ClaudeTitle::new(l)),
+            None => return,
+        }
     } else {
         match crate::providers::target(rt, &job.provider, &job.model) {
             Some(t) => Box::new(HttpModel::new(t).in_session(&job.session_id)),

@@ -169,22 +169,7 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
                 provider_ready(&settings, &rt.root)
             };
             hasher.update([u8::from(ready)]);
-            let (support, permitted) = effort_support(m.efforts.as_deref());
-            let choice = crate::wire::body(&Choice {
-                selection_id: selection_id(&provider, &m.id),
-                provider: provider.clone(),
-                model: m.id.clone(),
-                provider_name: provider_display(&provider).map(str::to_owned),
-                model_name: m.name.as_deref().and_then(safe_name),
-                availability: if ready {
-                    Availability::Available
-                } else {
-                    Availability::AuthenticationUnavailable
-                },
-                effort_support: support.wire(),
-                permitted_efforts: permitted.iter().filter_map(|e| wire_effort(e)).collect(),
-            })
-            .to_string();
+            let choice = choice_line(&provider, &m, ready);
             size += choice.len() + 1;
             if size > CATALOG_SNAPSHOT_BYTES {
                 return Err(ErrorCode::CatalogLimit);
@@ -193,6 +178,26 @@ pub fn scan(rt: &Runtime, selected: &str, cancel: &Cancel) -> Result<Scan, Error
         }
     }
     finish(choices, notices, hasher)
+}
+
+/// One choice of the snapshot, serialized.
+fn choice_line(provider: &str, m: &Model, ready: bool) -> String {
+    let (support, permitted) = effort_support(m.efforts.as_deref());
+    crate::wire::body(&Choice {
+        selection_id: selection_id(provider, &m.id),
+        provider: provider.to_owned(),
+        model: m.id.clone(),
+        provider_name: provider_display(provider).map(str::to_owned),
+        model_name: m.name.as_deref().and_then(safe_name),
+        availability: if ready {
+            Availability::Available
+        } else {
+            Availability::AuthenticationUnavailable
+        },
+        effort_support: support.wire(),
+        permitted_efforts: permitted.iter().filter_map(|e| wire_effort(e)).collect(),
+    })
+    .to_string()
 }
 
 /// The scan's result: choices in `(provider, model)` byte order (a pair seen twice makes the

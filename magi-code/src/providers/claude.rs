@@ -235,10 +235,8 @@ impl Turn<'_, '_> {
             FromCli::Unsupported { request_id } => p.send(&wire::unsupported(&request_id))?,
             FromCli::Stream(event) => self.stream(&event)?,
             FromCli::Result(r) => return Ok(Some(r)),
-            FromCli::ControlResponse { .. }
-            | FromCli::Assistant { .. }
-            | FromCli::System { .. }
-            | FromCli::Other => {}
+            FromCli::System { subtype, line } => self.system(&subtype, &line),
+            FromCli::ControlResponse { .. } | FromCli::Assistant { .. } | FromCli::Other => {}
         }
         Ok(None)
     }
@@ -270,6 +268,24 @@ impl Turn<'_, '_> {
             _ => json!({}),
         };
         Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+
+    /// A `system` line: the CLI's retry is said as ours is (`provider_retry`), its own
+    /// compaction is a `compaction` activity; the rest says nothing to the client.
+    fn system(&mut self, subtype: &str, line: &Value) {
+        let n = |k: &str| line.get(k).and_then(Value::as_u64).unwrap_or(0);
+        match subtype {
+            "api_retry" => {
+                let attempt = u32::try_from(n("attempt")).unwrap_or(u32::MAX);
+                let of = u32::try_from(n("max_retries")).unwrap_or(u32::MAX);
+                let wait = Duration::from_millis(n("retry_delay_ms"));
+                self.sink.retry(attempt, of, wait);
+            }
+            "compact_boundary" => {
+                self.sink.event(ModelEvent::Compacted);
+            }
+            _ => {}
+        }
     }
 
     /// One Messages API event: a new request starts a new decoder; text and reasoning go out,

@@ -347,7 +347,7 @@ impl ModelClient for HttpModel {
                 Err(Attempt::Retry(_, after)) if retries < MAX_RETRIES => {
                     let wait = retry_wait(retries, after, jitter());
                     retries += 1;
-                    sink.retry(retries, wait);
+                    sink.retry(retries, MAX_RETRIES, wait);
                     if !self.clock.sleep(wait, cancel) {
                         return Err(StepFailure::Cancelled);
                     }
@@ -418,7 +418,7 @@ mod tests {
         fn event(&mut self, _: ModelEvent) -> bool {
             true
         }
-        fn retry(&mut self, attempt: u32, wait: Duration) {
+        fn retry(&mut self, attempt: u32, _: u32, wait: Duration) {
             self.0.push((attempt, wait));
         }
     }
@@ -504,7 +504,7 @@ mod tests {
         fn event(&mut self, _: ModelEvent) -> bool {
             true
         }
-        fn retry(&mut self, _: u32, _: Duration) {
+        fn retry(&mut self, _: u32, _: u32, _: Duration) {
             self.1 += 1;
             self.0.cancel();
         }

@@ -6,6 +6,7 @@ pub mod body;
 pub mod claude;
 pub mod claude_cli;
 pub mod claude_proc;
+pub mod claude_title;
 pub mod cli_auth;
 pub mod codex;
 #[cfg(feature = "testing")]

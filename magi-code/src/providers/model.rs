@@ -94,6 +94,9 @@ pub enum ModelEvent {
     Usage(Usage),
     /// The step ended normally.
     Stop(StopReason),
+    /// The provider compacted its own conversation (an agent CLI's automatic compaction): a
+    /// `compaction` activity, with no summary of ours to store.
+    Compacted,
 }
 
 /// Why a stream could not be decoded or what it reported instead of a reply.
@@ -232,8 +235,9 @@ impl StepFailure {
 pub trait StepSink {
     /// One model event; false stops the step (the run's content bound was reached).
     fn event(&mut self, ev: ModelEvent) -> bool;
-    /// A retry of the step's request is about to wait `wait` (attempt counts from 1).
-    fn retry(&mut self, attempt: u32, wait: std::time::Duration);
+    /// A retry of the step's request is about to wait `wait` (attempt counts from 1, of at
+    /// most `of`).
+    fn retry(&mut self, attempt: u32, of: u32, wait: std::time::Duration);
     /// The events of one network read are in: text deltas held back to coalesce go out now.
     fn flush(&mut self) {}
     /// Calls the turn's tool `name` with `input` back, mid-step (a provider that runs its own

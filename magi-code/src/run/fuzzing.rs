@@ -313,6 +313,7 @@ impl Fuzz {
             }
             19 => Input::Retry {
                 attempt: u32::from(d.byte()),
+                of: 4,
                 wait_ms: u64::from(d.byte()) * 100,
             },
             20 => Input::DeltaRefused(MessageDeltaData {
@@ -324,17 +325,7 @@ impl Fuzz {
             }),
             21 if d.byte().is_multiple_of(4) => Input::CellStopped,
             22 => self.code_call(d),
-            23 => Input::CellEnded {
-                state: [
-                    CellState::Completed,
-                    CellState::Failed,
-                    CellState::TimedOut,
-                    CellState::OutOfMemory,
-                    CellState::Cancelled,
-                ][usize::from(d.byte() % 5)],
-                output: d.text(),
-                elapsed_ms: u64::from(d.byte()) * 100,
-            },
+            23 => cell_ended(d),
             _ => Input::Model(model_misc(d)),
         }
     }
@@ -560,8 +551,23 @@ impl Fuzz {
 }
 
 /// A usage, a reasoning summary, a provider item or a stop.
+/// The open cell's end, in any state.
+fn cell_ended(d: &mut Bytes<'_>) -> Input {
+    Input::CellEnded {
+        state: [
+            CellState::Completed,
+            CellState::Failed,
+            CellState::TimedOut,
+            CellState::OutOfMemory,
+            CellState::Cancelled,
+        ][usize::from(d.byte() % 5)],
+        output: d.text(),
+        elapsed_ms: u64::from(d.byte()) * 100,
+    }
+}
+
 fn model_misc(d: &mut Bytes<'_>) -> ModelEvent {
-    match d.byte() % 4 {
+    match d.byte() % 5 {
         0 => ModelEvent::Usage(Usage {
             input_tokens: u64::from(d.byte()) * 100,
             output_tokens: 1,
@@ -573,6 +579,7 @@ fn model_misc(d: &mut Bytes<'_>) -> ModelEvent {
             text: d.text(),
         },
         2 => ModelEvent::ProviderItem(json!({"type": "thinking", "signature": "x"})),
+        3 => ModelEvent::Compacted,
         _ => ModelEvent::Stop(StopReason::EndTurn),
     }
 }

@@ -289,10 +289,12 @@ pub enum Input {
     Model(ModelEvent),
     /// The events of one network read are in: coalesced text goes out.
     Flush,
-    /// A retry of the request is about to wait `wait_ms` (attempt counts from 1).
+    /// A retry of the request is about to wait `wait_ms` (attempt counts from 1, of `of`).
     Retry {
         /// The attempt.
         attempt: u32,
+        /// The most retries the provider makes.
+        of: u32,
         /// The wait.
         wait_ms: u64,
     },

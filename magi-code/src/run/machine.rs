@@ -174,14 +174,26 @@ impl Run {
                 s.seg.refused(&d.message_id, part, d.text);
                 Phase::Streaming(s)
             }
-            (Phase::Streaming(s), Input::Retry { attempt, wait_ms }) => {
-                step::on_retry(sh, "provider", attempt, wait_ms);
+            (
+                Phase::Streaming(s),
+                Input::Retry {
+                    attempt,
+                    of,
+                    wait_ms,
+                },
+            ) => {
+                step::on_retry(sh, "provider", (attempt, of), wait_ms);
                 Phase::Streaming(s)
             }
-            (Phase::Compacting(c), Input::Retry { attempt, wait_ms })
-                if compacting::summarizing(&c) =>
-            {
-                step::on_retry(sh, "summary", attempt, wait_ms);
+            (
+                Phase::Compacting(c),
+                Input::Retry {
+                    attempt,
+                    of,
+                    wait_ms,
+                },
+            ) if compacting::summarizing(&c) => {
+                step::on_retry(sh, "summary", (attempt, of), wait_ms);
                 Phase::Compacting(c)
             }
             (Phase::Streaming(mut s), Input::StepEnded(r)) => {

@@ -8,7 +8,7 @@ use super::content::{CALLS_STOPPED, REPLY_STOPPED};
 use super::io::{After, End, Output, StepRequest};
 use super::segment::{close_segment, Segment};
 use super::shared::Shared;
-use crate::history::{Body, Item};
+use crate::history::{ActivityKind, ActivityState, Body, Item};
 use crate::providers::model::Usage;
 use crate::providers::{ModelEvent, StepFailure};
 use crate::util::redact::sanitize_text;
@@ -121,6 +121,12 @@ fn too_small(sh: &Shared, estimate: u64) -> String {
 /// One event of the streaming step: the run keeps what fits its bounds; past them the step
 /// stops (`content_limit`).
 pub fn on_model(sh: &mut Shared, s: &mut Streaming, ev: ModelEvent) {
+    if matches!(ev, ModelEvent::Compacted) {
+        if !s.over && sh.take_activity() {
+            provider_compacted(sh);
+        }
+        return;
+    }
     let Shared {
         content,
         voice,
@@ -186,7 +192,30 @@ pub fn on_model(sh: &mut Shared, s: &mut Streaming, ev: ModelEvent) {
         }
         ModelEvent::Usage(u) => s.usage = Some(u),
         // How the step stopped shows in its calls: none ends the turn.
-        ModelEvent::Stop(_) => {}
+        ModelEvent::Stop(_) | ModelEvent::Compacted => {}
+    }
+}
+
+/// The provider compacted its own conversation: one `compaction` activity, started then
+/// completed at once (the provider keeps its summary; no `compaction` record).
+fn provider_compacted(sh: &mut Shared) {
+    let id = sh.voice.fresh_id("c-");
+    let states = [
+        (
+            ActivityState::Started,
+            "the provider is compacting its conversation",
+        ),
+        (
+            ActivityState::Completed,
+            "the provider compacted its conversation",
+        ),
+    ];
+    for (state, summary) in states {
+        let (event, record) =
+            sh.voice
+                .activity(&id, ActivityKind::Compaction, state, "compaction", summary);
+        sh.voice.critical(event);
+        sh.records.push(record);
     }
 }
 
@@ -206,11 +235,8 @@ pub fn cut_segment(sh: &mut Shared, s: &mut Streaming) {
 }
 
 /// A retry of the `what` request (`provider` or `summary`) is about to wait.
-pub fn on_retry(sh: &mut Shared, what: &str, attempt: u32, wait_ms: u64) {
-    let summary = format!(
-        "retrying the {what} request in {wait_ms} ms (retry {attempt} of {})",
-        crate::providers::http::MAX_RETRIES
-    );
+pub fn on_retry(sh: &mut Shared, what: &str, (attempt, of): (u32, u32), wait_ms: u64) {
+    let summary = format!("retrying the {what} request in {wait_ms} ms (retry {attempt} of {of})");
     sh.voice.diagnostic(DiagnosticCode::ProviderRetry, &summary);
 }
 

@@ -62,10 +62,17 @@ fn a_call_back_mid_step_runs_as_a_direct_call_and_its_answer_reaches_the_provide
             ("read_file".to_owned(), "completed".to_owned())
         ]
     );
-    // Stored as a direct call is: its call, then its result, then the step's reply.
+    // Stored as a direct call is: the text before it (a call ends a segment), its call, its
+    // result, then the rest of the reply.
     let stored = records(&env, &sid);
     let at = |ty: &str| stored.iter().position(|r| r["type"] == ty).unwrap();
-    assert!(at("tool_call") < at("tool_result") && at("tool_result") < at("assistant_message"));
+    let last = stored
+        .iter()
+        .rposition(|r| r["type"] == "assistant_message")
+        .unwrap();
+    assert!(at("assistant_message") < at("tool_call"));
+    assert!(at("tool_call") < at("tool_result") && at("tool_result") < last);
+    assert_eq!(stored[at("assistant_message")]["text"], "before ");
     assert_eq!(
         stored[at("tool_call")]["call_id"],
         stored[at("tool_result")]["call_id"]

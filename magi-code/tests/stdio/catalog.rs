@@ -227,6 +227,7 @@ fn catalog_status_reports_provider_reasons() {
         states,
         [
             ("anthropic", "authentication_unavailable"),
+            ("claude-subscription", "not_enabled"),
             ("codex", "not_enabled"),
             ("local", "not_enabled"),
             ("openai", "cache_missing"),

@@ -335,3 +335,83 @@ fn a_new_backend_resumes_the_cli_conversation_or_starts_one_from_the_transcript(
     assert_eq!(uuids.len(), 3);
     assert_ne!(uuids[2], uuids[1]);
 }
+
+#[test]
+fn the_title_comes_from_a_one_shot_cli_on_haiku() {
+    let llm = FakeLlm::with_titles(vec![says("hello")], vec![says("Greeting The Plan")]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "say hello");
+    assert_eq!(reconciled(&until_finished(&mut s)), "hello");
+    let asked = llm.next_title(WAIT).expect("no title request");
+    assert!(
+        asked.body["model"].as_str().unwrap().contains("haiku"),
+        "{}",
+        asked.body["model"]
+    );
+    assert!(asked.body["tools"].as_array().is_none_or(Vec::is_empty));
+    let title = crate::common::poll::within(WAIT, || {
+        records(&env, &sid)
+            .iter()
+            .find(|r| r["type"] == "title")
+            .map(|r| r["title"].as_str().unwrap().to_owned())
+    });
+    assert_eq!(title.as_deref(), Some("Greeting The Plan"));
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn the_clis_retries_are_said_as_ours_are() {
+    let busy = json!({"type": "error", "error": {"type": "api_error", "message": "boom"}});
+    let llm = FakeLlm::start(vec![Reply::status(500, &busy), says("after a retry")]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hi");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    assert_eq!(reconciled(&frames), "after a retry");
+    let retried = events(&frames, "diagnostic");
+    assert_eq!(retried.len(), 1, "{retried:#?}");
+    assert_eq!(retried[0]["data"]["code"], "provider_retry");
+    assert!(retried[0]["data"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("(retry 1 of "));
+    s.shutdown_ok("bye");
+}
+
+#[test]
+fn the_clis_own_compaction_is_a_compaction_activity() {
+    let llm = FakeLlm::start(vec![says("hello"), says("The user said hi."), says("ok")]);
+    let env = env_for(&llm, &json!({}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "hi");
+    assert_eq!(reconciled(&until_finished(&mut s)), "hello");
+    // The CLI's own command: it summarizes its conversation and says so.
+    start_turn(&mut s, &sid, "/compact");
+    let frames = until_finished(&mut s);
+    assert_eq!(
+        frames.last().unwrap()["data"]["outcome"],
+        "completed",
+        "{frames:#?}"
+    );
+    let acts: Vec<(&str, &str)> = events(&frames, "activity")
+        .iter()
+        .map(|a| {
+            (
+                a["data"]["kind"].as_str().unwrap(),
+                a["data"]["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        acts,
+        [("compaction", "started"), ("compaction", "completed")],
+        "{frames:#?}"
+    );
+    // The CLI keeps its summary: no compaction record of ours.
+    assert!(records(&env, &sid)
+        .iter()
+        .all(|r| r["type"] != "compaction"));
+    s.shutdown_ok("bye");
+}

@@ -196,7 +196,7 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
     finds(
         &env,
         &[
-            "provider nope: is neither built in (anthropic, codex, openai, scripted) nor configured \
+            "provider nope: is neither built in (anthropic, claude-subscription, codex, openai, scripted) nor configured \
            under providers (add providers.nope or pick a built-in provider)"
                 .to_owned(),
         ],
