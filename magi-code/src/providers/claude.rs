@@ -478,3 +478,114 @@ fn outcome(r: &TurnResult, sink: &mut dyn StepSink) -> Result<(), StepFailure> {
         None => StepFailure::Remote,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::ToolSpec;
+    use crate::providers::model::Thinking;
+
+    fn req<'a>(items: &'a [Item], tools: &'a [ToolSpec]) -> ModelRequest<'a> {
+        ModelRequest {
+            model: "sonnet",
+            provider: "claude-subscription",
+            instructions: "be brief",
+            items,
+            tools,
+            effort: None,
+            thinking: Thinking::Adaptive,
+            max_output_tokens: 1_000,
+        }
+    }
+
+    fn user(t: &str) -> Item {
+        Item::User { text: t.into() }
+    }
+
+    fn said(t: &str) -> Item {
+        Item::Assistant { text: t.into() }
+    }
+
+    fn session(provider: &str, uuid: &str) -> Item {
+        Item::ProviderItem {
+            provider: provider.into(),
+            item: json!({"type": SESSION_ITEM, "uuid": uuid}),
+        }
+    }
+
+    #[test]
+    fn what_the_cli_saw_decides_resume_or_transcript() {
+        // A first turn: nothing to resume, nothing unseen.
+        assert_eq!(known(&req(&[user("a")], &[])), (None, false));
+        // Every earlier turn ran in conversation u1: resume it.
+        let items = [
+            user("a"),
+            session("claude-subscription", "u1"),
+            said("x"),
+            user("b"),
+        ];
+        assert_eq!(known(&req(&items, &[])), (Some("u1".into()), false));
+        // A turn of another provider after it: the CLI never saw it.
+        let items = [
+            user("a"),
+            session("claude-subscription", "u1"),
+            said("x"),
+            user("b"),
+            said("y"),
+            user("c"),
+        ];
+        assert_eq!(known(&req(&items, &[])), (Some("u1".into()), true));
+        // Earlier turns and no conversation (another provider's item does not count).
+        let items = [user("a"), session("anthropic", "u9"), said("x"), user("b")];
+        assert_eq!(known(&req(&items, &[])), (None, true));
+    }
+
+    #[test]
+    fn the_transcript_holds_the_earlier_turns_then_the_new_input() {
+        let items = [user("first"), said("one"), user("second")];
+        let m = with_transcript(&req(&items, &[]), 10_000);
+        assert!(
+            m.contains("[user]\nfirst") && m.contains("[assistant]\none"),
+            "{m}"
+        );
+        assert!(m.ends_with("[new input]\nsecond"), "{m}");
+        assert!(!m.contains("[user]\nsecond"), "{m}");
+    }
+
+    #[test]
+    fn a_tool_name_the_cli_would_make_longer_than_64_bytes_is_left_out() {
+        let spec = |n: usize| ToolSpec {
+            name: "t".repeat(n),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+        };
+        // `mcp__magi__` is 11 bytes: 53 is the longest name that fits.
+        let list = tools(&req(&[], &[spec(53), spec(54)]));
+        let names: Vec<usize> = list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().len())
+            .collect();
+        assert_eq!(names, [53]);
+    }
+
+    #[test]
+    fn the_arguments_are_the_specs() {
+        let mut r = req(&[], &[]);
+        r.effort = Some("high");
+        let a = arguments(&r, true, "u1");
+        let joined = a.join(" ");
+        assert!(
+            joined.starts_with(
+                "-p --input-format stream-json --output-format stream-json --verbose \
+             --include-partial-messages --tools  --strict-mcp-config --allowedTools mcp__magi \
+             --permission-prompt-tool stdio --model sonnet --effort high --system-prompt be brief \
+             --system-prompt-snapshot off --resume u1"
+            ),
+            "{joined}"
+        );
+        assert_eq!(arguments(&req(&[], &[]), false, "u2").last().unwrap(), "u2");
+        assert!(arguments(&req(&[], &[]), false, "u2").contains(&"--session-id".to_owned()));
+    }
+}

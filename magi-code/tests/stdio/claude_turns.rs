@@ -71,8 +71,15 @@ fn says(t: &str) -> Reply {
     reply(vec![text(0, t), stop("end_turn")])
 }
 
-/// The CLI processes (by their executable) whose environment names `MC_HOME` `home`.
+/// The session CLI processes (by their executable and arguments) whose environment names
+/// `MC_HOME` `home`.
 fn clis_of(home: &std::path::Path) -> usize {
+    processes(home, true)
+}
+
+/// The CLI processes (by their executable) whose environment names `MC_HOME` `home`; only
+/// sessions' CLIs with `sessions`, else titles' one-shot processes too.
+fn processes(home: &std::path::Path, sessions: bool) -> usize {
     let mark = format!("MC_HOME={}", home.display());
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0;
@@ -82,7 +89,11 @@ fn clis_of(home: &std::path::Path) -> usize {
             let p = e.path();
             let exe = std::fs::read_link(p.join("exe")).unwrap_or_default();
             let env = std::fs::read(p.join("environ")).unwrap_or_default();
+            let args = std::fs::read(p.join("cmdline")).unwrap_or_default();
+            // A session's CLI, not a title's one-shot process.
+            let session = args.split(|b| *b == 0).any(|a| a == b"--input-format");
             exe.to_string_lossy().contains("claude")
+                && (session || !sessions)
                 && env.split(|b| *b == 0).any(|kv| kv == mark.as_bytes())
         })
         .count()
@@ -140,11 +151,9 @@ fn a_text_turn_streams_and_reconciles_and_the_next_turn_uses_the_same_cli() {
     assert_eq!(items[0]["item"]["uuid"], items[1]["item"]["uuid"]);
     assert!(stored.iter().any(|r| r["type"] == "usage"));
     s.shutdown_ok("bye");
-    assert_eq!(
-        clis_of(std::path::Path::new(&env.mc_home)),
-        0,
-        "no CLI after shutdown"
-    );
+    // Neither the session's CLI nor a title's one-shot process outlives the backend.
+    let home = std::path::Path::new(&env.mc_home);
+    assert_eq!(processes(home, false), 0, "no CLI after shutdown");
 }
 
 /// Answers the next `approval.requested` of run `run_id` with `allow`; the frames up to it.
@@ -414,4 +423,100 @@ fn the_clis_own_compaction_is_a_compaction_activity() {
         .iter()
         .all(|r| r["type"] != "compaction"));
     s.shutdown_ok("bye");
+}
+
+#[test]
+fn a_changed_model_restarts_the_cli_with_resume() {
+    let llm = FakeLlm::start(vec![says("on sonnet"), says("on opus")]);
+    let env = env_for(&llm, &json!({}));
+    env.write_global_settings(&json!({
+        "provider": "claude-subscription", "model": "sonnet",
+        "providers": {"claude-subscription": {"command": claude()},
+            "catalog": {"enabled": ["claude-subscription/sonnet", "claude-subscription/opus"]}},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "first prompt");
+    assert_eq!(reconciled(&until_finished(&mut s)), "on sonnet");
+    let first = llm.next(WAIT);
+    assert!(first.body["model"].as_str().unwrap().contains("sonnet"));
+    let sel = result(&s.call("st", "status", &json!({})))["selection"]["revision"].clone();
+    let cat = result(&s.call("cat", "model.catalog", &json!({})))["revision"].clone();
+    let set = s.call(
+        "set",
+        "selection.set",
+        &json!({"session_id": sid, "selection_revision": sel, "catalog_revision": cat,
+            "provider": "claude-subscription", "model": "opus"}),
+    );
+    assert!(set.get("error").is_none(), "{set}");
+    start_turn(&mut s, &sid, "second prompt");
+    assert_eq!(reconciled(&until_finished(&mut s)), "on opus");
+    let second = llm.next(WAIT);
+    assert!(
+        second.body["model"].as_str().unwrap().contains("opus"),
+        "{}",
+        second.body["model"]
+    );
+    let said = user_texts(&second.body);
+    assert!(said.iter().any(|t| t == "first prompt"), "{said:?}");
+    let uuids = conversations(&env, &sid);
+    assert_eq!((uuids.len(), &uuids[0]), (2, &uuids[1]));
+    assert_eq!(clis_of(std::path::Path::new(&env.mc_home)), 1);
+    s.shutdown_ok("bye");
+}
+
+/// A fake CLI at `env.root/claude`, signed in by its `auth status`, that logs its arguments to
+/// `env.root/args` and then runs `body` (bash) for a session.
+fn fake_cli(env: &Env, body: &str) -> std::path::PathBuf {
+    let path = env.root.join("claude");
+    let log = env.root.join("args");
+    let script = format!(
+        "#!/bin/bash\nif [ \"$1\" = auth ]; then echo '{{\"loggedIn\":true,\"authMethod\":\"claude.ai\"}}'; exit 0; fi\n\
+         echo \"$*\" >> '{}'\n{body}\n",
+        log.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Answers the `initialize` control request (bash).
+const ANSWER_INIT: &str = r#"read -r line
+id=$(echo "$line" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+echo "{\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"$id\",\"response\":{}}}""#;
+
+#[test]
+fn a_cli_that_breaks_off_fails_the_turn_and_the_next_turn_resumes_in_a_new_one() {
+    for (body, resumes) in [
+        // A line that is not JSON before the handshake: no conversation to resume.
+        (
+            "read -r line\necho 'this is not json'\nsleep 5".to_owned(),
+            false,
+        ),
+        // Exits after the input, before its result.
+        (format!("{ANSWER_INIT}\nread -r line\nexit 0"), true),
+    ] {
+        let llm = FakeLlm::start(Vec::new());
+        let env = env_for(&llm, &json!({}));
+        let cli = fake_cli(&env, &body);
+        env.write_global_settings(&json!({
+            "provider": "claude-subscription", "model": "sonnet",
+            "providers": {"claude-subscription": {"command": cli}},
+        }));
+        let (mut s, sid) = start_session(&env, &[]);
+        for prompt in ["one", "two"] {
+            start_turn(&mut s, &sid, prompt);
+            let frames = until_finished(&mut s);
+            assert_eq!(frames.last().unwrap()["data"]["outcome"], "failed");
+            assert_eq!(
+                diagnostic_codes(&frames),
+                ["provider_stream_invalid"],
+                "{frames:#?}"
+            );
+        }
+        let args = std::fs::read_to_string(env.root.join("args")).unwrap();
+        let runs: Vec<&str> = args.lines().collect();
+        assert!(runs[0].contains("--session-id "), "{args}");
+        assert_eq!(runs[1].contains("--resume "), resumes, "{args}");
+        s.shutdown_ok("bye");
+    }
 }
