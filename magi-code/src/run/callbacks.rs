@@ -11,6 +11,7 @@ use super::batch::{
 };
 use super::call::ToolRun;
 use super::calls;
+use super::cell;
 use super::io::{Input, Output, Reply};
 use super::nested;
 use super::shared::Shared;
@@ -64,8 +65,20 @@ impl Callbacks {
         let Some(inner) = self.inner.take() else {
             return;
         };
-        let next = held(sh, hold, |sh| calls::on_call_input(sh, inner, input));
+        let next = held(sh, hold, |sh| match (&inner.wait, input) {
+            // A provider's `exec` call: its cell starts once its records are stored, and
+            // takes what comes while it runs.
+            (Wait::CellStored(..), Input::Appended(r)) => calls::step_stored(sh, inner, r),
+            (Wait::Cell(_), input) => cell::on_input(sh, inner, input),
+            (_, input) => calls::on_call_input(sh, inner, input),
+        });
         self.settle(sh, next, true);
+    }
+
+    /// Whether the calls in flight are a cell's (a provider's `exec` call).
+    #[must_use]
+    pub fn in_cell(&self) -> bool {
+        self.inner.as_ref().is_some_and(|c| c.in_cell())
     }
 
     /// Starts the queued calls, in issue order and as one batch, while none is in flight.

@@ -208,6 +208,16 @@ impl Run {
                 let next = step::ended(sh, *s, r);
                 self.after_step(next)
             }
+            // A cell a provider's `exec` call runs: the helper's calls are the cell's.
+            (Phase::Streaming(mut s), input @ Input::Call { .. })
+                if s.callbacks.as_ref().is_some_and(Callbacks::in_cell) =>
+            {
+                let hold = step_hold(sh);
+                if let Some(cb) = s.callbacks.as_mut() {
+                    cb.route(sh, input, hold);
+                }
+                Phase::Streaming(s)
+            }
             (
                 Phase::Streaming(mut s),
                 Input::Call {
@@ -239,7 +249,9 @@ impl Run {
                 | Input::Approval { .. }
                 | Input::HookEnded(_)
                 | Input::ToolsEnded(_)
-                | Input::ClientResult { .. }),
+                | Input::ClientResult { .. }
+                | Input::CellEnded { .. }
+                | Input::CellStopped),
             ) => {
                 let hold = step_hold(sh);
                 if let Some(cb) = s.callbacks.as_mut() {

@@ -133,3 +133,36 @@ fn turn_cancel_during_a_call_back_cuts_it_short_within_500_ms() {
     assert!(took < Duration::from_millis(500), "{took:?}");
     s.shutdown_ok("bye");
 }
+
+#[test]
+fn a_call_back_to_exec_runs_a_code_mode_cell_whose_calls_are_the_cells() {
+    let steps = json!([
+        {"call_back": {"name": "exec", "input": {"code":
+            "const t = await tools.read_file({path: \"n.txt\"});\nreturn t.includes(\"note\") ? 6 * 7 : 0;"}}},
+    ]);
+    let env = Env::new();
+    std::fs::write(env.cwd.join("n.txt"), "the note\n").unwrap();
+    write_script(&env, json!([{ "steps": steps }]), None);
+    let script = env.root.join("script.json");
+    env.write_global_settings(&json!({"model": "script", "code_mode": {"enabled": true},
+        "providers": {"scripted": {"script": script}}}));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "compute");
+    let frames = until_finished(&mut s);
+    assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
+    // The offline provider says the answer's first line.
+    assert_eq!(reconciled(&frames), "exec: exec completed");
+    let stored = records(&env, &sid);
+    let call = stored.iter().find(|r| r["type"] == "tool_call").unwrap();
+    assert_eq!(call["name"], "exec");
+    let res = stored.iter().find(|r| r["type"] == "tool_result").unwrap();
+    assert_eq!(res["is_error"], false);
+    assert!(res["output"].as_str().unwrap().ends_with("\n42"), "{res}");
+    // Its code's call is the cell's, stored as such.
+    let nested: Vec<&Value> = stored.iter().filter(|r| r["type"] == "code_call").collect();
+    assert_eq!(nested.len(), 1, "{stored:#?}");
+    assert!(stored.iter().any(|r| r["type"] == "code_result"));
+    assert_eq!(nested[0]["name"], "read_file");
+    assert_eq!(nested[0]["call_id"], call["call_id"]);
+    s.shutdown_ok("bye");
+}

@@ -520,3 +520,47 @@ fn a_cli_that_breaks_off_fails_the_turn_and_the_next_turn_resumes_in_a_new_one()
         s.shutdown_ok("bye");
     }
 }
+
+#[test]
+fn code_mode_is_offered_and_its_cell_runs_for_the_cli() {
+    let call = tool_use(
+        1,
+        "toolu_exec_1",
+        "mcp__magi__exec",
+        r#"{"code":"return 6 * 7"}"#,
+    );
+    let llm = FakeLlm::start(vec![
+        reply(vec![text(0, "Computing."), call, stop("tool_use")]),
+        says("it is 42"),
+    ]);
+    let env = env_for(&llm, &json!({}));
+    env.write_global_settings(&json!({
+        "provider": "claude-subscription", "model": "sonnet", "code_mode": {"enabled": true},
+        "providers": {"claude-subscription": {"command": claude()}},
+    }));
+    let (mut s, sid) = start_session(&env, &[]);
+    start_turn(&mut s, &sid, "compute");
+    let frames = until_finished(&mut s);
+    assert_eq!(
+        frames.last().unwrap()["data"]["outcome"],
+        "completed",
+        "{frames:#?}"
+    );
+    let first = llm.next(WAIT);
+    let offered: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"mcp__magi__exec"), "{offered:?}");
+    let results = user_texts(&llm.next(WAIT).body);
+    assert!(results.last().unwrap().contains("42"), "{results:?}");
+    let stored = records(&env, &sid);
+    let call = stored.iter().find(|r| r["type"] == "tool_call").unwrap();
+    assert_eq!(
+        (&call["name"], &call["call_id"]),
+        (&json!("exec"), &json!("toolu_exec_1"))
+    );
+    s.shutdown_ok("bye");
+}
