@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// How long a CLI whose stdin closed and that got SIGTERM may take before SIGKILL.
 const END_GRACE: Duration = Duration::from_millis(100);
 
+/// The most lines read ahead of the turn.
+const LINES_AHEAD: usize = 1024;
+
 /// Where a session keeps its CLI between turns (dropping the last holder ends it).
 pub type CliSlot = Arc<Mutex<Option<CliProcess>>>;
 
@@ -106,7 +109,8 @@ pub fn spawn(
         drop(child.wait());
         return Err(StepFailure::Unreachable);
     };
-    let (tx, lines) = crossbeam_channel::unbounded();
+    // Bounded: a CLI that writes faster than the turn reads waits on its own stdout.
+    let (tx, lines) = crossbeam_channel::bounded(LINES_AHEAD);
     let reader = std::thread::Builder::new()
         .name("claude-out".into())
         .spawn(move || read_lines(stdout, &tx));
