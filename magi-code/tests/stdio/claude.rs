@@ -167,3 +167,86 @@ fn the_cli_gets_no_provider_key_and_the_quiet_flag() {
         "{seen}"
     );
 }
+
+/// `model.catalog` and `model.catalog.status` in `env` (with the status capability), and a
+/// `model.refresh` of the provider.
+fn catalog(env: &Env) -> (Value, Value, Value) {
+    let mut s = env.spawn();
+    let _ = s.call(
+        "init",
+        "initialize",
+        &init_params(&["model.catalog.status", "model.refresh"]),
+    );
+    let cat = s.call("c", "model.catalog", &json!({}));
+    let status = s.call("s", "model.catalog.status", &json!({}));
+    let refresh = s.call(
+        "r",
+        "model.refresh",
+        &json!({"provider": "claude-subscription"}),
+    );
+    s.shutdown_ok("bye");
+    (cat, status, refresh)
+}
+
+#[test]
+fn the_catalog_is_built_in_plus_the_cache_and_refresh_is_unavailable() {
+    let cli = claude();
+    for signed in [true, false] {
+        let env = Env::new();
+        env.write_global_settings(&json!({
+            "providers": {"claude-subscription": {"command": cli},
+                "catalog": {"enabled": ["claude-subscription/sonnet",
+                    "claude-subscription/haiku", "claude-subscription/claude-sonnet-4-6"]}},
+        }));
+        crate::common::write_catalog_cache(
+            &env,
+            "claude-subscription",
+            json!([{"id": "claude-sonnet-4-6", "efforts": ["low", "high"]}]),
+        );
+        if signed {
+            signed_in(&env);
+        }
+        let (cat, status, refresh) = catalog(&env);
+        let choices: Vec<(String, String, Value)> = cat["result"]["choices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["provider"] == "claude-subscription")
+            .map(|c| {
+                (
+                    c["model"].as_str().unwrap().to_owned(),
+                    c["availability"].as_str().unwrap().to_owned(),
+                    c["permitted_efforts"].clone(),
+                )
+            })
+            .collect();
+        let availability = if signed {
+            "available"
+        } else {
+            "authentication_unavailable"
+        };
+        let models: Vec<&str> = choices.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(models, ["claude-sonnet-4-6", "haiku", "sonnet"], "{cat}");
+        assert!(choices.iter().all(|c| c.1 == availability), "{choices:?}");
+        assert_eq!(choices[1].2, json!(["default"]));
+        assert_eq!(
+            choices[2].2,
+            json!(["default", "low", "medium", "high", "xhigh", "max"])
+        );
+        let row = status["result"]["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == "claude-subscription")
+            .unwrap()
+            .clone();
+        let state = if signed {
+            "ready"
+        } else {
+            "authentication_unavailable"
+        };
+        assert_eq!(row["state"], state, "{status}");
+        assert_eq!(row["cached_models"], 1, "{row}");
+        assert_error(&refresh, Some("r"), "provider_unavailable");
+    }
+}
