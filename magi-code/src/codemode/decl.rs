@@ -492,7 +492,8 @@ mod tests {
             [
                 "read_file(input: {path: string, limit?: number, offset?: number}): Promise<string>",
                 "list_dir(input: {path: string}): Promise<string>",
-                "grep(input: {pattern: string, path?: string}): Promise<string>",
+                "grep(input: {pattern: string, case_insensitive?: boolean, glob?: string, path?: string}): Promise<string>",
+                "glob(input: {pattern: string, path?: string}): Promise<string>",
                 "write_file(input: {path: string, content: string}): Promise<string>",
                 "edit_file(input: {path: string, old: string, new: string}): Promise<string>",
                 "shell(input: {command: string, timeout_ms?: number}): Promise<string>",
@@ -767,7 +768,6 @@ mod tests {
     fn the_docs_copy_of_the_description_is_the_generated_one() {
         let doc = include_str!("../../../docs/code-mode.md");
         let got = description(&doc_tools());
-        std::fs::write("/tmp/wt-e-desc.txt", &got).unwrap();
         let block = doc
             .split("<!-- exec description -->\n```text\n")
             .nth(1)

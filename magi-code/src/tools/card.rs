@@ -92,7 +92,7 @@ impl Card {
             "shell" => field(input, "command").map(|c| Kind::Command { command: clean(c) }),
             "read_file" => path("path").map(|path| Kind::FileRead { path }),
             "write_file" | "edit_file" => path("path").map(|path| Kind::FileEdit { path }),
-            "grep" => field(input, "pattern").map(|p| Kind::Search {
+            "grep" | "glob" => field(input, "pattern").map(|p| Kind::Search {
                 pattern: clean(p),
                 path: path("path"),
             }),
@@ -114,7 +114,8 @@ impl Card {
             Kind::FileEdit { path } if name == "write_file" => format!("Write {path}"),
             Kind::FileEdit { path } => format!("Edit {path}"),
             Kind::Search { pattern, path } => {
-                format!("Search {pattern} in {}", path.as_deref().unwrap_or("."))
+                let verb = if name == "glob" { "Find" } else { "Search" };
+                format!("{verb} {pattern} in {}", path.as_deref().unwrap_or("."))
             }
             Kind::Mcp { server, tool } => format!("{server}: {tool}"),
             Kind::Subagent { agent } => format!("Task {agent}"),

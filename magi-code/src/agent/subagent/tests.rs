@@ -172,6 +172,7 @@ fn a_subagent_never_gets_task_and_a_profile_limits_its_tools() {
             "read_file",
             "list_dir",
             "grep",
+            "glob",
             "write_file",
             "edit_file",
             "shell"
@@ -192,7 +193,7 @@ fn a_subagent_never_gets_task_and_a_profile_limits_its_tools() {
     let none = profile("none", Some(&[]));
     assert!(table(None, Some(&none)).specs().is_empty());
     let all = profile("all", None);
-    assert_eq!(table(None, Some(&all)).specs().len(), 6);
+    assert_eq!(table(None, Some(&all)).specs().len(), 7);
 }
 
 #[test]

@@ -1,270 +1,194 @@
-//! `grep`: a regex over a bounded walk of the tree.
+//! `grep`: a Rust regex over each line of the files a search sees (`walk.rs`), with ripgrep's
+//! own searcher: binary files (a NUL byte, as ripgrep detects it) left out of a walk; matches
+//! sorted by printed path, then line; the first [`GREP_MATCHES`], then a line saying how many
+//! more matched.
 
-use super::input::{
-    io_phrase, open_regular, read_bounded, GrepIn, GREP_ENTRIES, GREP_FILES, GREP_FILE_BYTES,
-    GREP_MATCHES, GREP_NAMED_BYTES,
-};
+use super::input::{io_phrase, GrepIn, GREP_MATCHES};
+use super::walk::{self, Pattern, Root};
 use crate::tools::outcome::{bound_parts, ToolDetails, ToolOutcome, HALF_BYTES, OUTPUT_BYTES};
 use crate::util::cancel::Cancel;
 use crate::util::proc::Capture;
-use std::ffi::OsString;
+use crate::util::text::cut;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Component, Path, PathBuf};
+use std::io;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
-/// What `grep` found so far.
-struct GrepState {
-    re: regex::Regex,
-    out: Capture,
-    matches: usize,
-    truncated: bool,
-    /// Files of a walk left out for being over [`GREP_FILE_BYTES`].
-    skipped_big: usize,
+/// The most a searched line may hold in memory: a longer one ends that file's search, which
+/// the output then counts as not searched.
+const LINE_HEAP: usize = 64 << 20;
+
+/// One file's matches, as the searcher reports them.
+struct FileSink<'c> {
+    /// Line number and text of the first [`GREP_MATCHES`] matching lines.
+    kept: Vec<(u64, String)>,
+    /// Every matching line.
+    count: u64,
+    /// Where a NUL byte was found, if one was.
+    binary: Option<u64>,
+    cancel: &'c Cancel,
 }
 
-/// Why a named file was not searched to its end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    /// Searched to its end (or to the match bound).
-    No,
-    /// It holds a NUL byte (a binary file), at this line.
-    Binary(usize),
-    /// Only its first [`GREP_NAMED_BYTES`] were searched.
-    Capped,
-    /// It could not be opened or read (a fixed phrase).
-    Unreadable(&'static str),
+impl Sink for FileSink<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.count += 1;
+        if self.kept.len() < GREP_MATCHES {
+            let bytes = m.bytes();
+            let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+            // Bounded: the whole output is at most OUTPUT_BYTES anyway.
+            let text = cut(&String::from_utf8_lossy(bytes), OUTPUT_BYTES).to_owned();
+            self.kept.push((m.line_number().unwrap_or(0), text));
+        }
+        Ok(!self.cancel.is_cancelled())
+    }
+
+    fn binary_data(&mut self, _: &Searcher, offset: u64) -> Result<bool, io::Error> {
+        self.binary = Some(offset);
+        Ok(false)
+    }
 }
 
-impl GrepState {
-    /// Matches one line; false once the match bound is reached.
-    fn line(&mut self, display: &str, number: usize, line: &str) -> bool {
-        if !self.re.is_match(line) {
-            return true;
-        }
-        if self.matches == GREP_MATCHES {
-            self.truncated = true;
-            return false;
-        }
-        self.matches += 1;
-        self.out
-            .push(format!("{display}:{number}:{line}\n").as_bytes());
-        true
-    }
+/// What a search found: the first matches in printed-path order, and counts.
+#[derive(Default)]
+struct Found {
+    kept: BTreeMap<String, Vec<(u64, String)>>,
+    kept_n: usize,
+    total: u64,
+    /// Files that could not be searched (unreadable, or a line over [`LINE_HEAP`]).
+    unsearched: usize,
+}
 
-    /// Searches one file of a walk; false once the match bound is reached. Files over
-    /// [`GREP_FILE_BYTES`] are counted in `skipped_big`; binary and unreadable ones are skipped.
-    fn search(&mut self, abs: &Path, display: &Path) -> bool {
-        let Ok(file) = open_regular(abs) else {
-            return true;
-        };
-        let Ok(meta) = file.metadata() else {
-            return true;
-        };
-        if meta.len() > GREP_FILE_BYTES {
-            self.skipped_big += 1;
-            return true;
+impl Found {
+    /// Adds one file's matches, keeping only the first [`GREP_MATCHES`] of all in order.
+    fn add(&mut self, shown: String, sink: FileSink<'_>) {
+        self.total += sink.count;
+        if sink.kept.is_empty() {
+            return;
         }
-        let Ok((buf, over)) = read_bounded(file, GREP_FILE_BYTES) else {
-            return true;
-        };
-        if over {
-            // It grew past the bound while being read.
-            self.skipped_big += 1;
-            return true;
-        }
-        if memchr::memchr(0, &buf).is_some() {
-            return true;
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let display = display.to_string_lossy();
-        for (k, line) in text.lines().enumerate() {
-            if !self.line(&display, k + 1, line) {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Searches the file `path` names, streaming it line by line whatever its size, up to
-    /// [`GREP_NAMED_BYTES`]; a line over [`GREP_FILE_BYTES`] is matched on its first
-    /// [`GREP_FILE_BYTES`]. Stops at the first NUL byte (a binary file).
-    fn search_named(&mut self, abs: &Path, display: &Path, cancel: &Cancel) -> Stopped {
-        let file = match open_regular(abs) {
-            Ok(f) => f,
-            Err(phrase) => return Stopped::Unreadable(phrase),
-        };
-        let capped = file.metadata().is_ok_and(|m| m.len() > GREP_NAMED_BYTES);
-        let display = display.to_string_lossy();
-        let mut r = BufReader::with_capacity(64 << 10, file.take(GREP_NAMED_BYTES));
-        let mut buf = Vec::new();
-        let mut number = 0usize;
-        loop {
-            if number.is_multiple_of(1024) && cancel.is_cancelled() {
-                return Stopped::No;
-            }
-            buf.clear();
-            let Ok(n) = (&mut r).take(GREP_FILE_BYTES).read_until(b'\n', &mut buf) else {
-                return Stopped::Unreadable("i/o error");
+        self.kept_n += sink.kept.len();
+        self.kept.insert(shown, sink.kept);
+        while self.kept_n > GREP_MATCHES {
+            let Some(mut last) = self.kept.last_entry() else {
+                break;
             };
-            if n == 0 {
-                return if capped { Stopped::Capped } else { Stopped::No };
-            }
-            number += 1;
-            if buf.last() != Some(&b'\n') && r.skip_until(b'\n').is_err() {
-                return Stopped::Unreadable("i/o error");
-            }
-            if memchr::memchr(0, &buf).is_some() {
-                return Stopped::Binary(number);
-            }
-            let line = String::from_utf8_lossy(&buf);
-            let line = line.strip_suffix('\n').unwrap_or(&line);
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            if !self.line(&display, number, line) {
-                return Stopped::No;
+            last.get_mut().pop();
+            self.kept_n -= 1;
+            if last.get().is_empty() {
+                last.remove();
             }
         }
     }
 }
 
-/// Files, with the plural when needed.
-fn files(n: usize) -> String {
-    if n == 1 {
-        "1 file".to_owned()
-    } else {
-        format!("{n} files")
-    }
+/// Searches one file; `Err` when it could not be read.
+fn search<'c>(matcher: &RegexMatcher, path: &Path, cancel: &'c Cancel) -> io::Result<FileSink<'c>> {
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .heap_limit(Some(LINE_HEAP))
+        .build();
+    let mut sink = FileSink {
+        kept: Vec::new(),
+        count: 0,
+        binary: None,
+        cancel,
+    };
+    searcher.search_path(matcher, path, &mut sink)?;
+    Ok(sink)
 }
 
 pub(crate) fn grep(i: GrepIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
-    let re = match regex::Regex::new(&i.pattern) {
-        Ok(re) => re,
+    let matcher = match RegexMatcherBuilder::new()
+        .case_insensitive(i.case_insensitive.unwrap_or(false))
+        .build(&i.pattern)
+    {
+        Ok(m) => m,
         Err(e) => return ToolOutcome::fail_with("invalid pattern", &e.to_string()),
     };
-    let arg = i.path.as_deref().unwrap_or(".");
-    let root = cwd.join(arg);
-    // Shown paths start from the path as given, without `./`, so they work with `read_file`.
-    let base: PathBuf = Path::new(arg)
-        .components()
-        .filter(|c| !matches!(c, Component::CurDir))
-        .collect();
-    let meta = match fs::metadata(&root) {
+    let only = match i.glob.as_deref().map(Pattern::new).transpose() {
+        Ok(p) => p,
+        Err(e) => return ToolOutcome::fail_with("invalid glob", &e),
+    };
+    let root = Root::new(cwd, i.path.as_deref());
+    let meta = match fs::metadata(&root.abs) {
         Ok(m) => m,
         Err(e) => return ToolOutcome::fail(io_phrase(&e)),
     };
-    let mut st = GrepState {
-        re,
-        out: Capture::new(OUTPUT_BYTES, HALF_BYTES),
-        matches: 0,
-        truncated: false,
-        skipped_big: 0,
-    };
-    // A search that left something out says so, first in the output and in the summary: a
-    // silent `0 matches` would read as "not there".
-    let note = if meta.is_file() {
-        match st.search_named(&root, &base, cancel) {
-            Stopped::No => None,
-            Stopped::Binary(line) => Some((
-                format!("binary file: stopped at line {line}"),
-                format!("[binary file (a NUL byte at line {line}): not searched from there]"),
-            )),
-            Stopped::Capped => Some((
-                format!("only the first {} MiB searched", GREP_NAMED_BYTES >> 20),
-                format!(
-                    "[only the first {} MiB of the file were searched]",
-                    GREP_NAMED_BYTES >> 20
-                ),
-            )),
-            Stopped::Unreadable(phrase) => return ToolOutcome::fail(phrase),
+    let found = Mutex::new(Found::default());
+    let mut notes = Vec::new();
+    if meta.is_file() {
+        // The file named is searched whatever it is, up to a NUL byte if it holds one.
+        let sink = match search(&matcher, &root.abs, cancel) {
+            Ok(s) => s,
+            Err(e) => return ToolOutcome::fail(io_phrase(&e)),
+        };
+        if let Some(at) = sink.binary {
+            notes.push((
+                "binary file: searched up to its first NUL byte".to_owned(),
+                format!("[binary file: a NUL byte at byte {at}, not searched from there]"),
+            ));
         }
+        lock(&found).add(root.show(&root.abs), sink);
     } else if meta.is_dir() {
-        if let Err(p) = grep_tree(&mut st, root, base, cancel) {
-            return ToolOutcome::fail(p);
-        }
-        (st.skipped_big > 0).then(|| {
-            let n = files(st.skipped_big);
-            let mib = GREP_FILE_BYTES >> 20;
-            (
-                format!("{n} over {mib} MiB skipped"),
-                format!("[{n} over {mib} MiB not searched: name one as path to search it]"),
-            )
-        })
+        walk::files(&root.abs, cancel, &|path| {
+            if only.as_ref().is_some_and(|p| !p.matches(&root.abs, path)) {
+                return true;
+            }
+            match search(&matcher, path, cancel) {
+                // A binary file is left out of a walk, whatever matched before its NUL.
+                Ok(sink) if sink.binary.is_some() => {}
+                Ok(sink) => lock(&found).add(root.show(path), sink),
+                Err(_) => lock(&found).unsearched += 1,
+            }
+            true
+        });
     } else {
         return ToolOutcome::fail("not a file");
-    };
+    }
     if cancel.is_cancelled() {
         return ToolOutcome::fail("cancelled");
     }
-    let mut summary = format!("{} matches", st.matches);
-    let found = st.out.parts();
-    let head = match note {
-        Some((short, line)) => {
-            summary = format!("{summary}; {short}");
-            format!("{line}\n{}", found.head)
+    let found = found.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if found.unsearched > 0 {
+        let n = found.unsearched;
+        notes.push((
+            format!("{n} files not searched"),
+            format!("[{n} files could not be searched: unreadable, or a line over 64 MiB]"),
+        ));
+    }
+    outcome(&found, &notes)
+}
+
+/// The tool's result: notes first (a search that left something out says so), then the kept
+/// matches, then how many more matched.
+fn outcome(found: &Found, notes: &[(String, String)]) -> ToolOutcome {
+    let mut out = Capture::new(OUTPUT_BYTES, HALF_BYTES);
+    let mut summary = format!("{} matches", found.total);
+    for (short, line) in notes {
+        summary = format!("{summary}; {short}");
+        out.push(format!("{line}\n").as_bytes());
+    }
+    for (path, lines) in &found.kept {
+        for (n, text) in lines {
+            out.push(format!("{path}:{n}:{text}\n").as_bytes());
         }
-        None => found.head,
-    };
-    let output = bound_parts(&head, found.dropped, &found.tail, st.truncated);
-    let matches = st.matches as u64;
+    }
+    let more = found.total.saturating_sub(found.kept_n as u64);
+    if more > 0 {
+        out.push(format!("[{more} more matches left out]\n").as_bytes());
+    }
+    let parts = out.parts();
+    let output = bound_parts(&parts.head, parts.dropped, &parts.tail, false);
+    let matches = found.total;
     ToolOutcome::success(summary, output, false).with(ToolDetails::Search { matches })
 }
 
-/// Walks a folder in sorted pre-order: no symlinks, no `.git` or `target` folders, regular
-/// files only, within the file and entry bounds.
-fn grep_tree(
-    st: &mut GrepState,
-    root: PathBuf,
-    base: PathBuf,
-    cancel: &Cancel,
-) -> Result<(), &'static str> {
-    // (absolute path, shown path, is a folder)
-    let mut stack: Vec<(PathBuf, PathBuf, bool)> = vec![(root, base, true)];
-    let mut seen = 0usize;
-    let mut files = 0usize;
-    while let Some((abs, shown, is_dir)) = stack.pop() {
-        if cancel.is_cancelled() {
-            return Err("cancelled");
-        }
-        if !is_dir {
-            files += 1;
-            if files > GREP_FILES {
-                st.truncated = true;
-                return Ok(());
-            }
-            if !st.search(&abs, &shown) {
-                return Ok(());
-            }
-            continue;
-        }
-        let Ok(entries) = fs::read_dir(&abs) else {
-            continue;
-        };
-        let mut children: Vec<(OsString, bool)> = Vec::new();
-        for entry in entries {
-            seen += 1;
-            if seen > GREP_ENTRIES {
-                st.truncated = true;
-                break;
-            }
-            let Ok(entry) = entry else { continue };
-            let Ok(ft) = entry.file_type() else { continue };
-            let name = entry.file_name();
-            if ft.is_dir() {
-                if name != ".git" && name != "target" {
-                    children.push((name, true));
-                }
-            } else if ft.is_file() {
-                children.push((name, false));
-            }
-            // Symlinks, FIFOs, sockets and devices are skipped.
-        }
-        children.sort();
-        for (name, child_is_dir) in children.into_iter().rev() {
-            stack.push((abs.join(&name), shown.join(&name), child_is_dir));
-        }
-        if st.truncated {
-            // The entry bound was hit: search what is already queued, read no more folders.
-            stack.retain(|(_, _, d)| !d);
-        }
-    }
-    Ok(())
+fn lock(found: &Mutex<Found>) -> std::sync::MutexGuard<'_, Found> {
+    found.lock().unwrap_or_else(PoisonError::into_inner)
 }

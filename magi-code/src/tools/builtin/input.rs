@@ -17,17 +17,10 @@ pub const READ_LIMIT_DEFAULT: u64 = 2_000;
 pub const READ_LIMIT_MAX: u64 = 10_000;
 /// Most entries `list_dir` returns.
 pub const LIST_ENTRIES: usize = 1_000;
-/// Most files `grep` searches.
-pub const GREP_FILES: usize = 10_000;
-/// Most matches `grep` returns.
+/// Most matches `grep` shows.
 pub const GREP_MATCHES: usize = 500;
-/// Largest file a `grep` walk searches (bigger ones are counted as skipped), and the longest
-/// line matched whole.
-pub const GREP_FILE_BYTES: u64 = 1 << 20;
-/// Most bytes `grep` reads of the one file its `path` names (streamed, line by line).
-pub const GREP_NAMED_BYTES: u64 = 64 << 20;
-/// Folders and files `grep` looks at (pending or visited) before it stops, whatever they are.
-pub const GREP_ENTRIES: usize = 100_000;
+/// Most paths `glob` shows.
+pub const GLOB_PATHS: usize = 1_000;
 /// `shell` timeout when none is given.
 pub const SHELL_TIMEOUT_DEFAULT_MS: u64 = 30_000;
 /// Longest `shell` timeout.
@@ -52,6 +45,18 @@ pub(crate) struct ListDirIn {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GrepIn {
+    pub(crate) pattern: String,
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) path: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) glob: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) case_insensitive: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GlobIn {
     pub(crate) pattern: String,
     #[serde(default, deserialize_with = "present")]
     pub(crate) path: Option<String>,

@@ -1,21 +1,25 @@
-//! The six built-in tools of `backend.md` "Tools and approvals", with the inputs of decision 17:
+//! The built-in tools of `backend.md` "Tools and approvals", with the inputs of decision 17:
 //! exact input validation, bounded reads and output, atomic edits, and a shell whose timeout or
 //! cancellation kills its whole process group. Tool access is not an OS sandbox: absolute paths
 //! are allowed and the shell runs with the backend's own rights.
 
 mod diff;
+mod glob;
 mod grep;
 mod input;
 mod read;
 mod schema;
 mod shell;
+mod walk;
 mod write;
 
 pub use schema::specs;
 
 use crate::tools::outcome::{one_line, ToolClass, ToolOutcome};
 use crate::util::cancel::Cancel;
-use input::{invalid, parse, EditFileIn, GrepIn, ListDirIn, ReadFileIn, ShellIn, WriteFileIn};
+use input::{
+    invalid, parse, EditFileIn, GlobIn, GrepIn, ListDirIn, ReadFileIn, ShellIn, WriteFileIn,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -28,6 +32,8 @@ pub enum Builtin {
     ListDir,
     /// `grep`.
     Grep,
+    /// `glob`.
+    Glob,
     /// `write_file`.
     WriteFile,
     /// `edit_file`.
@@ -38,10 +44,11 @@ pub enum Builtin {
 
 impl Builtin {
     /// Every built-in, in offer order (the order of [`specs`]).
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::ReadFile,
         Self::ListDir,
         Self::Grep,
+        Self::Glob,
         Self::WriteFile,
         Self::EditFile,
         Self::Shell,
@@ -54,6 +61,7 @@ impl Builtin {
             Self::ReadFile => "read_file",
             Self::ListDir => "list_dir",
             Self::Grep => "grep",
+            Self::Glob => "glob",
             Self::WriteFile => "write_file",
             Self::EditFile => "edit_file",
             Self::Shell => "shell",
@@ -66,12 +74,12 @@ impl Builtin {
         Self::ALL.into_iter().find(|b| b.name() == name)
     }
 
-    /// Its policy class: `read_file`, `list_dir`, `grep` → Read; `write_file`, `edit_file` →
-    /// Write; `shell` → Shell.
+    /// Its policy class: `read_file`, `list_dir`, `grep`, `glob` → Read; `write_file`,
+    /// `edit_file` → Write; `shell` → Shell.
     #[must_use]
     pub const fn class(self) -> ToolClass {
         match self {
-            Self::ReadFile | Self::ListDir | Self::Grep => ToolClass::Read,
+            Self::ReadFile | Self::ListDir | Self::Grep | Self::Glob => ToolClass::Read,
             Self::WriteFile | Self::EditFile => ToolClass::Write,
             Self::Shell => ToolClass::Shell,
         }
@@ -99,6 +107,9 @@ pub fn describe(tool: Builtin, input: &Value) -> String {
         Builtin::Grep => parse::<GrepIn>(input)
             .ok()
             .map(|i| format!("grep {} in {}", i.pattern, i.path.as_deref().unwrap_or("."))),
+        Builtin::Glob => parse::<GlobIn>(input)
+            .ok()
+            .map(|i| format!("glob {} in {}", i.pattern, i.path.as_deref().unwrap_or("."))),
         Builtin::WriteFile => parse::<WriteFileIn>(input)
             .ok()
             .map(|i| format!("write_file {} ({} bytes)", i.path, i.content.len())),
@@ -134,6 +145,7 @@ pub fn parses(tool: Builtin, input: &Value) -> bool {
         Builtin::ReadFile => parse::<ReadFileIn>(input).is_ok(),
         Builtin::ListDir => parse::<ListDirIn>(input).is_ok(),
         Builtin::Grep => parse::<GrepIn>(input).is_ok(),
+        Builtin::Glob => parse::<GlobIn>(input).is_ok(),
         Builtin::WriteFile => parse::<WriteFileIn>(input).is_ok(),
         Builtin::EditFile => parse::<EditFileIn>(input).is_ok(),
         Builtin::Shell => parse::<ShellIn>(input).is_ok(),
@@ -154,6 +166,7 @@ fn run_tool(tool: Builtin, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOu
         Builtin::ReadFile => parse(input).map(|i| read::read_file(i, cwd)),
         Builtin::ListDir => parse(input).map(|i| read::list_dir(i, cwd, cancel)),
         Builtin::Grep => parse(input).map(|i| grep::grep(i, cwd, cancel)),
+        Builtin::Glob => parse(input).map(|i| glob::glob(i, cwd, cancel)),
         Builtin::WriteFile => parse(input).map(|i| write::write_file(i, cwd)),
         Builtin::EditFile => parse(input).map(|i| write::edit_file(i, cwd)),
         Builtin::Shell => parse(input).map(|i| shell::shell(i, cwd, cancel)),
@@ -162,6 +175,6 @@ fn run_tool(tool: Builtin, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOu
 }
 
 #[cfg(test)]
-mod grep_tests;
+mod search_tests;
 #[cfg(test)]
 mod tests;

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 /// Every path field says this, once per schema.
 const PATH: &str = "Relative to the session's working folder; absolute paths are allowed.";
 
-/// One spec per built-in tool, in the order `read_file`, `list_dir`, `grep`, `write_file`,
-/// `edit_file`, `shell`.
+/// One spec per built-in tool, in the order `read_file`, `list_dir`, `grep`, `glob`,
+/// `write_file`, `edit_file`, `shell`.
 #[must_use]
 pub fn specs() -> Vec<ToolSpec> {
     vec![
@@ -47,10 +47,11 @@ pub fn specs() -> Vec<ToolSpec> {
         ),
         spec(
             "grep",
-            "Search lines matching a regular expression (Rust regex syntax) in a file (its \
-             first 64 MiB), or in a folder's files recursively (skips .git, target, symlinks, \
-             binary files and files over 1 MiB, and says how many it skipped for size: name \
-             one as path to search it). Prints path:line:text; at most 500 matches.",
+            "Search file contents with a Rust regex, like ripgrep: folders recursively, \
+             leaving out what .gitignore, .ignore and .rgignore exclude, hidden names and \
+             binary files (a path you name is searched anyway). Prints path:line:text by path \
+             and line, at most 500, then how many more. Prefer it to grep or rg in shell; \
+             narrow it with glob.",
             object(
                 &[
                     ("pattern", json!({"type": "string"})),
@@ -58,6 +59,39 @@ pub fn specs() -> Vec<ToolSpec> {
                         "path",
                         json!({"type": "string",
                                "description": format!("File or folder (default \".\"). {PATH}")}),
+                    ),
+                    (
+                        "glob",
+                        json!({"type": "string",
+                               "description": "Only files matching this pattern: without '/' it \
+                                matches file names at any depth (\"*.ts\"), with '/' the path \
+                                from the searched folder (\"src/**/*.ts\")."}),
+                    ),
+                    (
+                        "case_insensitive",
+                        json!({"type": "boolean", "description": "Default false."}),
+                    ),
+                ],
+                &["pattern"],
+            ),
+        ),
+        spec(
+            "glob",
+            "Find files by name (\"*.rs\") or path pattern (\"src/**/*.py\"), newest \
+             first, at most 1000, then how many more; the same rules as grep. Use it when you \
+             know a file's name but not where it is; grep searches contents.",
+            object(
+                &[
+                    (
+                        "pattern",
+                        json!({"type": "string",
+                               "description": "Without '/' it matches file names at any depth, \
+                                with '/' the path from the searched folder."}),
+                    ),
+                    (
+                        "path",
+                        json!({"type": "string",
+                               "description": format!("Folder to search (default \".\"). {PATH}")}),
                     ),
                 ],
                 &["pattern"],
@@ -168,14 +202,19 @@ mod tests {
             Some("string") if prop["minLength"] == 1 => vec![json!("f")],
             Some("string") => vec![json!("f"), json!("")],
             Some("integer") => vec![prop["minimum"].clone(), prop["maximum"].clone()],
+            Some("boolean") => vec![json!(true), json!(false)],
             other => panic!("no generator for type {other:?}"),
         }
     }
 
     /// Values the property schema refuses: every other JSON type, and just past its bounds.
     fn refused_values(prop: &Value) -> Vec<Value> {
-        let mut v = vec![Value::Null, json!(true), json!([]), json!({})];
+        let mut v = vec![Value::Null, json!([]), json!({})];
+        if prop["type"] != "boolean" {
+            v.push(json!(true));
+        }
         match prop["type"].as_str() {
+            Some("boolean") => v.extend([json!("true"), json!(1)]),
             Some("string") => {
                 v.push(json!(1));
                 if prop["minLength"] == 1 {
@@ -258,6 +297,7 @@ mod tests {
                 "read_file",
                 "list_dir",
                 "grep",
+                "glob",
                 "write_file",
                 "edit_file",
                 "shell"
@@ -287,7 +327,7 @@ mod tests {
         // The parser's own bounds are the schema's.
         let read = &all[0].input_schema["properties"];
         assert_eq!(read["limit"]["maximum"], READ_LIMIT_MAX);
-        let shell = &all[5].input_schema["properties"];
+        let shell = &all[6].input_schema["properties"];
         assert_eq!(shell["timeout_ms"]["maximum"], SHELL_TIMEOUT_MAX_MS);
     }
 }

@@ -1,6 +1,6 @@
 //! Tests of the built-in tools.
 
-use super::input::{FILE_BYTES, GREP_FILE_BYTES, GREP_MATCHES, LIST_ENTRIES};
+use super::input::{FILE_BYTES, LIST_ENTRIES};
 use super::*;
 use crate::tools::outcome::{
     bound_output, bound_parts, cut_line, CUT_LINE_ROOM, HALF_BYTES, OUTPUT_BYTES, SUMMARY_BYTES,
@@ -37,6 +37,7 @@ fn classes() {
     assert_eq!(class("read_file"), Some(ToolClass::Read));
     assert_eq!(class("list_dir"), Some(ToolClass::Read));
     assert_eq!(class("grep"), Some(ToolClass::Read));
+    assert_eq!(class("glob"), Some(ToolClass::Read));
     assert_eq!(class("write_file"), Some(ToolClass::Write));
     assert_eq!(class("edit_file"), Some(ToolClass::Write));
     assert_eq!(class("shell"), Some(ToolClass::Shell));
@@ -275,88 +276,6 @@ fn list_dir_sorted_and_bounded() {
 }
 
 #[test]
-fn grep_walks_and_skips() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
-    fs::create_dir_all(p.join("src/deep")).unwrap();
-    fs::create_dir_all(p.join(".git")).unwrap();
-    fs::create_dir_all(p.join("target")).unwrap();
-    fs::write(p.join("src/lib.rs"), "fn alpha() {}\nfn beta() {}\n").unwrap();
-    fs::write(p.join("src/deep/x.rs"), "// nothing\nfn gamma_1() {}\r\n").unwrap();
-    fs::write(p.join("a.txt"), "fn in text\n").unwrap();
-    fs::write(p.join(".git/config"), "fn hidden\n").unwrap();
-    fs::write(p.join("target/out.rs"), "fn built\n").unwrap();
-    fs::write(p.join("bin.dat"), b"fn \0 binary\n").unwrap();
-    let mut huge = "fn big\n".to_owned();
-    huge.push_str(&"z".repeat(GREP_FILE_BYTES as usize));
-    fs::write(p.join("huge.txt"), huge).unwrap();
-    std::os::unix::fs::symlink(p.join("src"), p.join("link")).unwrap();
-
-    let o = go("grep", json!({"pattern": r"^fn \w+"}), p);
-    assert_eq!(
-        (o.ok, o.summary.as_str()),
-        (true, "4 matches; 1 file over 1 MiB skipped"),
-        "{}",
-        o.output
-    );
-    assert_eq!(
-        o.output,
-        "[1 file over 1 MiB not searched: name one as path to search it]\na.txt:1:fn in text\nsrc/deep/x.rs:2:fn gamma_1() {}\nsrc/lib.rs:1:fn alpha() {}\nsrc/lib.rs:2:fn beta() {}\n"
-    );
-    let o = go("grep", json!({"pattern": "beta", "path": "./src"}), p);
-    assert_eq!(o.output, "src/lib.rs:2:fn beta() {}\n");
-    let o = go("grep", json!({"pattern": "alpha", "path": "src/lib.rs"}), p);
-    assert_eq!(o.output, "src/lib.rs:1:fn alpha() {}\n");
-    let abs = p.join("src");
-    let o = go(
-        "grep",
-        json!({"pattern": "gamma", "path": abs.to_str().unwrap()}),
-        p,
-    );
-    assert_eq!(
-        o.output,
-        format!("{}/deep/x.rs:2:fn gamma_1() {{}}\n", abs.display())
-    );
-    let o = go("grep", json!({"pattern": "(unclosed"}), p);
-    assert_eq!((o.ok, o.summary.as_str()), (false, "invalid pattern"));
-    let o = go("grep", json!({"pattern": "x", "path": "missing"}), p);
-    assert_eq!((o.ok, o.summary.as_str()), (false, "not found"));
-}
-
-#[test]
-fn grep_match_bound() {
-    let d = tempfile::tempdir().unwrap();
-    fs::write(d.path().join("m"), "hit\n".repeat(GREP_MATCHES)).unwrap();
-    let o = go("grep", json!({"pattern": "hit"}), d.path());
-    assert_eq!(o.summary, "500 matches");
-    assert!(!o.output.contains(TRUNCATED));
-    fs::write(d.path().join("n"), "hit\n").unwrap();
-    let o = go("grep", json!({"pattern": "hit"}), d.path());
-    assert_eq!(o.summary, "500 matches");
-    assert!(o.output.ends_with(&format!("m:500:hit\n{TRUNCATED}")));
-    // Long matches: the first and the last are kept around the cut line, then the marker.
-    fs::write(
-        d.path().join("m"),
-        format!("hit{}\n", "€".repeat(400)).repeat(GREP_MATCHES),
-    )
-    .unwrap();
-    let o = go("grep", json!({"pattern": "hit"}), d.path());
-    assert!(o.output.len() <= OUTPUT_BYTES);
-    assert!(o.output.starts_with("m:1:hit€"));
-    assert!(o
-        .output
-        .ends_with(&format!("m:500:hit{}\n{TRUNCATED}", "€".repeat(400))));
-    let (head, _, tail) = cut_apart(&o.output);
-    assert!(head.len() > HALF_BYTES - CUT_LINE_ROOM && tail.len() > HALF_BYTES - CUT_LINE_ROOM);
-    fs::remove_file(d.path().join("n")).unwrap();
-    let o = go("grep", json!({"pattern": "hit"}), d.path());
-    assert!(o
-        .output
-        .ends_with(&format!("m:500:hit{}\n", "€".repeat(400))));
-    assert!(!o.output.contains(TRUNCATED));
-}
-
-#[test]
 fn input_validation() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
@@ -377,7 +296,9 @@ fn input_validation() {
         ("list_dir", json!({"path": ".", "recursive": true})),
         ("list_dir", json!({})),
         ("list_dir", json!({"path": ["."]})),
-        ("grep", json!({"pattern": "x", "glob": "*.rs"})),
+        ("grep", json!({"pattern": "x", "glob": 1})),
+        ("glob", json!({"pattern": "*.rs", "glob": "x"})),
+        ("glob", json!({"path": "."})),
         ("grep", json!({"path": "."})),
         ("grep", json!({"pattern": 1})),
         ("grep", json!({"pattern": "x", "path": null})),
