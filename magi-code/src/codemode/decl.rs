@@ -496,6 +496,7 @@ mod tests {
                 "glob(input: {pattern: string, path?: string}): Promise<string>",
                 "write_file(input: {path: string, content: string}): Promise<string>",
                 "edit_file(input: {path: string, old: string, new: string}): Promise<string>",
+                "apply_patch(input: {patch: string}): Promise<string>",
                 "shell(input: {command: string, timeout_ms?: number}): Promise<string>",
             ]
         );

@@ -92,6 +92,13 @@ impl Card {
             "shell" => field(input, "command").map(|c| Kind::Command { command: clean(c) }),
             "read_file" => path("path").map(|path| Kind::FileRead { path }),
             "write_file" | "edit_file" => path("path").map(|path| Kind::FileEdit { path }),
+            "apply_patch" => {
+                crate::tools::builtin::patch_files(input)
+                    .first()
+                    .map(|p| Kind::FileEdit {
+                        path: shown_path(p, cwd),
+                    })
+            }
             "grep" | "glob" => field(input, "pattern").map(|p| Kind::Search {
                 pattern: clean(p),
                 path: path("path"),
@@ -112,6 +119,12 @@ impl Card {
             Kind::Command { command } => format!("$ {command}"),
             Kind::FileRead { path } => format!("Read {path}"),
             Kind::FileEdit { path } if name == "write_file" => format!("Write {path}"),
+            Kind::FileEdit { path } if name == "apply_patch" => {
+                match crate::tools::builtin::patch_files(input).len() {
+                    1 => format!("Patch {path}"),
+                    n => format!("{n} files"),
+                }
+            }
             Kind::FileEdit { path } => format!("Edit {path}"),
             Kind::Search { pattern, path } => {
                 let verb = if name == "glob" { "Find" } else { "Search" };

@@ -7,6 +7,7 @@ mod common;
 mod agent_anthropic;
 mod agent_loop;
 mod agent_responses;
+mod apply_patch;
 mod atomic_writes;
 mod callbacks;
 mod catalog;

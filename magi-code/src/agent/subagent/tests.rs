@@ -175,6 +175,7 @@ fn a_subagent_never_gets_task_and_a_profile_limits_its_tools() {
             "glob",
             "write_file",
             "edit_file",
+            "apply_patch",
             "shell"
         ]
     );
@@ -193,7 +194,7 @@ fn a_subagent_never_gets_task_and_a_profile_limits_its_tools() {
     let none = profile("none", Some(&[]));
     assert!(table(None, Some(&none)).specs().is_empty());
     let all = profile("all", None);
-    assert_eq!(table(None, Some(&all)).specs().len(), 7);
+    assert_eq!(table(None, Some(&all)).specs().len(), 8);
 }
 
 #[test]

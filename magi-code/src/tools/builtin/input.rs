@@ -56,6 +56,12 @@ pub(crate) struct GrepIn {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct ApplyPatchIn {
+    pub(crate) patch: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct GlobIn {
     pub(crate) pattern: String,
     #[serde(default, deserialize_with = "present")]

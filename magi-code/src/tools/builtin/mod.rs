@@ -3,10 +3,12 @@
 //! cancellation kills its whole process group. Tool access is not an OS sandbox: absolute paths
 //! are allowed and the shell runs with the backend's own rights.
 
+mod apply;
 mod diff;
 mod glob;
 mod grep;
 mod input;
+mod patch;
 mod read;
 mod schema;
 mod shell;
@@ -18,7 +20,8 @@ pub use schema::specs;
 use crate::tools::outcome::{one_line, ToolClass, ToolOutcome};
 use crate::util::cancel::Cancel;
 use input::{
-    invalid, parse, EditFileIn, GlobIn, GrepIn, ListDirIn, ReadFileIn, ShellIn, WriteFileIn,
+    invalid, parse, ApplyPatchIn, EditFileIn, GlobIn, GrepIn, ListDirIn, ReadFileIn, ShellIn,
+    WriteFileIn,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -38,19 +41,22 @@ pub enum Builtin {
     WriteFile,
     /// `edit_file`.
     EditFile,
+    /// `apply_patch`.
+    ApplyPatch,
     /// `shell`.
     Shell,
 }
 
 impl Builtin {
     /// Every built-in, in offer order (the order of [`specs`]).
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::ReadFile,
         Self::ListDir,
         Self::Grep,
         Self::Glob,
         Self::WriteFile,
         Self::EditFile,
+        Self::ApplyPatch,
         Self::Shell,
     ];
 
@@ -64,6 +70,7 @@ impl Builtin {
             Self::Glob => "glob",
             Self::WriteFile => "write_file",
             Self::EditFile => "edit_file",
+            Self::ApplyPatch => "apply_patch",
             Self::Shell => "shell",
         }
     }
@@ -75,12 +82,12 @@ impl Builtin {
     }
 
     /// Its policy class: `read_file`, `list_dir`, `grep`, `glob` → Read; `write_file`,
-    /// `edit_file` → Write; `shell` → Shell.
+    /// `edit_file`, `apply_patch` → Write; `shell` → Shell.
     #[must_use]
     pub const fn class(self) -> ToolClass {
         match self {
             Self::ReadFile | Self::ListDir | Self::Grep | Self::Glob => ToolClass::Read,
-            Self::WriteFile | Self::EditFile => ToolClass::Write,
+            Self::WriteFile | Self::EditFile | Self::ApplyPatch => ToolClass::Write,
             Self::Shell => ToolClass::Shell,
         }
     }
@@ -90,6 +97,16 @@ impl Builtin {
 #[must_use]
 pub fn class(name: &str) -> Option<ToolClass> {
     Builtin::named(name).map(Builtin::class)
+}
+
+/// The files an `apply_patch` input changes, in patch order (none when it does not parse).
+#[must_use]
+pub fn patch_files(input: &Value) -> Vec<String> {
+    parse::<ApplyPatchIn>(input)
+        .ok()
+        .and_then(|i| patch::parse(&i.patch).ok())
+        .map(|ops| ops.iter().map(|o| o.path().to_owned()).collect())
+        .unwrap_or_default()
 }
 
 /// A short, safe, one-line description of a call for activity/approval summaries, e.g.
@@ -116,6 +133,9 @@ pub fn describe(tool: Builtin, input: &Value) -> String {
         Builtin::EditFile => parse::<EditFileIn>(input)
             .ok()
             .map(|i| format!("edit_file {}", i.path)),
+        Builtin::ApplyPatch => parse::<ApplyPatchIn>(input)
+            .ok()
+            .and_then(|i| apply::describe(&i.patch)),
         Builtin::Shell => parse::<ShellIn>(input)
             .ok()
             .map(|i| format!("shell: {}", i.command)),
@@ -148,6 +168,7 @@ pub fn parses(tool: Builtin, input: &Value) -> bool {
         Builtin::Glob => parse::<GlobIn>(input).is_ok(),
         Builtin::WriteFile => parse::<WriteFileIn>(input).is_ok(),
         Builtin::EditFile => parse::<EditFileIn>(input).is_ok(),
+        Builtin::ApplyPatch => parse::<ApplyPatchIn>(input).is_ok(),
         Builtin::Shell => parse::<ShellIn>(input).is_ok(),
     }
 }
@@ -169,11 +190,14 @@ fn run_tool(tool: Builtin, input: &Value, cwd: &Path, cancel: &Cancel) -> ToolOu
         Builtin::Glob => parse(input).map(|i| glob::glob(i, cwd, cancel)),
         Builtin::WriteFile => parse(input).map(|i| write::write_file(i, cwd)),
         Builtin::EditFile => parse(input).map(|i| write::edit_file(i, cwd)),
+        Builtin::ApplyPatch => parse(input).map(|i| apply::apply_patch(i, cwd)),
         Builtin::Shell => parse(input).map(|i| shell::shell(i, cwd, cancel)),
     };
     result.unwrap_or_else(|e| invalid(&e))
 }
 
+#[cfg(test)]
+mod apply_tests;
 #[cfg(test)]
 mod search_tests;
 #[cfg(test)]

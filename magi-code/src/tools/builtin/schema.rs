@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 const PATH: &str = "Relative to the session's working folder; absolute paths are allowed.";
 
 /// One spec per built-in tool, in the order `read_file`, `list_dir`, `grep`, `glob`,
-/// `write_file`, `edit_file`, `shell`.
+/// `write_file`, `edit_file`, `apply_patch`, `shell`.
 #[must_use]
 pub fn specs() -> Vec<ToolSpec> {
     vec![
@@ -121,6 +121,14 @@ pub fn specs() -> Vec<ToolSpec> {
                 ],
                 &["path", "old", "new"],
             ),
+        ),
+        spec(
+            "apply_patch",
+            "Change several files at once with a patch in Codex's format: '*** Begin Patch', \
+             then '*** Add File: P' (+ lines), '*** Delete File: P' or '*** Update File: P' \
+             (optional '*** Move to: Q') with '@@ <line to find>' hunks of ' ', '-', '+' \
+             lines, then '*** End Patch'. All or nothing. Prefer it to several edit_file calls.",
+            object(&[("patch", json!({"type": "string"}))], &["patch"]),
         ),
         spec(
             "shell",
@@ -300,6 +308,7 @@ mod tests {
                 "glob",
                 "write_file",
                 "edit_file",
+                "apply_patch",
                 "shell"
             ]
         );
@@ -327,7 +336,7 @@ mod tests {
         // The parser's own bounds are the schema's.
         let read = &all[0].input_schema["properties"];
         assert_eq!(read["limit"]["maximum"], READ_LIMIT_MAX);
-        let shell = &all[6].input_schema["properties"];
+        let shell = &all[7].input_schema["properties"];
         assert_eq!(shell["timeout_ms"]["maximum"], SHELL_TIMEOUT_MAX_MS);
     }
 }

@@ -19,7 +19,7 @@ fn named(_: &str, _: &Value) -> String {
 }
 
 #[test]
-fn builtin_registry_offers_the_seven_tools_with_their_classes() {
+fn builtin_registry_offers_the_eight_tools_with_their_classes() {
     let r = ToolRegistry::builtin();
     let names: Vec<&str> = r.specs().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
@@ -31,6 +31,7 @@ fn builtin_registry_offers_the_seven_tools_with_their_classes() {
             "glob",
             "write_file",
             "edit_file",
+            "apply_patch",
             "shell"
         ]
     );
@@ -89,7 +90,7 @@ fn added_tools_follow_in_order_with_valid_distinct_names() {
         Ok(())
     );
     assert_eq!(r.class("open_tab"), Some(ToolClass::Client));
-    assert_eq!(r.specs().len(), 11);
+    assert_eq!(r.specs().len(), 12);
     assert_eq!(r.lookup(&over), None);
     // `only` keeps the order and the rows, and drops the rest from lookups too.
     let kept = r.only(|s| s.name != "shell" && s.name != "task");
@@ -105,7 +106,7 @@ fn added_tools_follow_in_order_with_valid_distinct_names() {
             "edit_file"
         ]
     );
-    assert_eq!(names[6..], ["mcp__fs__read", longest.as_str(), "open_tab"]);
+    assert_eq!(names[7..], ["mcp__fs__read", longest.as_str(), "open_tab"]);
     assert_eq!(kept.lookup("shell"), None);
     assert_eq!(kept.check("shell", &json!({})), Err("unknown tool".into()));
     assert_eq!(kept.summary("open_tab", &json!({})), "s");
@@ -220,7 +221,7 @@ fn tools_offered_only_from_code_stay_in_the_table_but_leave_the_request() {
     let r = r.offer_only(|s| s.name == "exec" || s.name == "task");
     let offered: Vec<&str> = r.specs().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(offered, ["task", "exec"], "table order, offered ones only");
-    assert_eq!(r.all_specs().len(), 9, "the seven built-ins stay");
+    assert_eq!(r.all_specs().len(), 10, "the eight built-ins stay");
     assert!(r.is_direct("exec") && r.is_direct("task"));
     assert!(!r.is_direct("read_file") && !r.is_direct("nope"));
     assert_eq!(
@@ -230,7 +231,7 @@ fn tools_offered_only_from_code_stay_in_the_table_but_leave_the_request() {
     assert!(r.check("read_file", &json!({"path": "a"})).is_ok());
     // Narrowing the table keeps who is offered.
     let kept = r.only(|s| s.name != "shell");
-    assert_eq!(kept.all_specs().len(), 8);
+    assert_eq!(kept.all_specs().len(), 9);
     assert!(!kept.is_direct("read_file") && kept.is_direct("exec"));
     assert_eq!(kept.specs().len(), 2);
 }
