@@ -58,8 +58,20 @@ fn row(what: &str, tool: (&[String], f64, u64), rg: (&[String], f64, u64)) {
         .iter()
         .filter(|l| l.starts_with("node_modules/") || l.starts_with("dist/"))
         .count();
-    let shown: Vec<&String> = tool.0.iter().filter(|l| !l.starts_with('[')).collect();
-    let agree = if shown.len() == rg.0.len() {
+    // The tool shows at most its bound, then a line counting the rest.
+    let shown = tool.0.iter().filter(|l| !l.starts_with('[')).count();
+    let more: usize = tool
+        .0
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix('[')?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    let agree = if shown + more == rg.0.len() {
         ""
     } else {
         " (line counts differ)"

@@ -8,13 +8,39 @@ use std::path::Path;
 
 /// The tools whose calls name a file the session wrote or edited (their `path` input).
 pub const FILE_TOOLS: [&str; 2] = ["write_file", "edit_file"];
+/// The tool whose calls write the files its patch adds or updates.
+pub const PATCH_TOOL: &str = "apply_patch";
+
+/// The files an `apply_patch` input writes, by the patch's own markers: each added or updated
+/// file (a moved one under its new path); deleted ones are not written.
+fn patched(input: &serde_json::Value) -> Vec<String> {
+    let Some(patch) = input.get("patch").and_then(serde_json::Value::as_str) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for line in patch.lines().map(str::trim_end) {
+        if let Some(p) = line
+            .strip_prefix("*** Add File: ")
+            .or_else(|| line.strip_prefix("*** Update File: "))
+        {
+            out.push(p.trim().to_owned());
+        } else if let Some(p) = line.strip_prefix("*** Move to: ") {
+            if let Some(last) = out.last_mut() {
+                p.trim().clone_into(last);
+            }
+        }
+    }
+    out
+}
+
 /// The fixed assistant note after the compacted context, so the conversation alternates.
 pub const CONTEXT_ACK: &str = "Understood. I will continue from this summary.";
 /// Estimated request bytes per item besides its text (roles, IDs, framing).
 const ITEM_OVERHEAD: u64 = 16;
 
 /// The files a session wrote or edited, from its records: the paths of successful
-/// `write_file`/`edit_file` calls, first write first, no repeats.
+/// `write_file`/`edit_file` calls and the files `apply_patch` calls added or updated, first
+/// write first, no repeats.
 #[derive(Debug, Clone, Default)]
 pub struct Written {
     /// The paths.
@@ -52,10 +78,20 @@ impl Written {
                     self.pending.push((call_id.clone(), p.to_owned()));
                 }
             }
+            Body::ToolCall {
+                call_id,
+                name,
+                input,
+                ..
+            } if name == PATCH_TOOL => {
+                for p in patched(input) {
+                    self.pending.push((call_id.clone(), p));
+                }
+            }
             Body::ToolResult {
                 call_id, is_error, ..
             } => {
-                if let Some(k) = self.pending.iter().position(|(c, _)| c == call_id) {
+                while let Some(k) = self.pending.iter().position(|(c, _)| c == call_id) {
                     let (_, path) = self.pending.remove(k);
                     if !is_error && !self.files.contains(&path) {
                         self.files.push(path);

@@ -43,7 +43,7 @@ pub enum Card {
         #[schemars(range(min = 0))]
         lines: Option<u64>,
     },
-    /// `write_file`, `edit_file`.
+    /// `write_file`, `edit_file`, `apply_patch`.
     FileEdit {
         #[schemars(length(max = limits::CARD_TITLE_BYTES))]
         title: String,
@@ -55,7 +55,7 @@ pub enum Card {
         #[schemars(range(min = 0))]
         removed: u64,
     },
-    /// `grep`.
+    /// `grep`, `glob`.
     Search {
         #[schemars(length(max = limits::CARD_TITLE_BYTES))]
         title: String,

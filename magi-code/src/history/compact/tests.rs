@@ -406,3 +406,36 @@ fn a_replay_snapshot_after_a_mid_turn_compaction() {
     let s = plain.snapshot();
     assert_eq!((s.summary, s.inputs_before, s.after.len()), (None, 1, 2));
 }
+
+#[test]
+fn the_files_an_applied_patch_added_or_updated_count_as_written() {
+    let call = |id: &str, name: &str, input: serde_json::Value| Body::ToolCall {
+        run_id: "r".into(),
+        call_id: id.into(),
+        name: name.into(),
+        input,
+    };
+    let result = |id: &str, is_error: bool| Body::ToolResult {
+        run_id: "r".into(),
+        call_id: id.into(),
+        output: String::new(),
+        is_error,
+    };
+    let patch = "*** Begin Patch\n*** Add File: new.txt\n+x\n*** Update File: a.rs\n\
+                 *** Move to: b.rs\n@@\n-x\n+y\n*** Delete File: gone.txt\n\
+                 *** Update File: c.rs\n@@\n-x\n+y\n*** End Patch";
+    let mut w = Written::default();
+    w.note(&call("1", "apply_patch", json!({ "patch": patch })));
+    assert!(w.waiting());
+    w.note(&result("1", false));
+    assert!(!w.waiting());
+    assert_eq!(w.files, ["new.txt", "b.rs", "c.rs"]);
+    // A failed patch wrote nothing.
+    w.note(&call(
+        "2",
+        "apply_patch",
+        json!({ "patch": "*** Begin Patch\n*** Add File: z\n+z\n*** End Patch" }),
+    ));
+    w.note(&result("2", true));
+    assert_eq!(w.files, ["new.txt", "b.rs", "c.rs"]);
+}

@@ -9,24 +9,23 @@ use crate::util::cancel::Cancel;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs;
-use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// The newest [`GLOB_PATHS`] matches so far (a min-heap on age, so the oldest goes first) and
-/// how many matched in all.
+/// The newest [`GLOB_PATHS`] matches one walker thread found (a min-heap on age, so the oldest
+/// goes first) and how many it matched in all.
 #[derive(Default)]
 struct Newest {
-    /// (modified, printed path) with the path reversed in order, so that of two files as new
-    /// the one earlier by path is kept and shown first.
-    heap: BinaryHeap<Reverse<(SystemTime, Reverse<String>)>>,
+    /// (modified, path) with the path reversed in order, so that of two files as new the one
+    /// earlier by path is kept.
+    heap: BinaryHeap<Reverse<(SystemTime, Reverse<PathBuf>)>>,
     total: u64,
 }
 
 impl Newest {
-    fn add(&mut self, modified: SystemTime, shown: String) {
+    fn add(&mut self, modified: SystemTime, path: PathBuf) {
         self.total += 1;
-        self.heap.push(Reverse((modified, Reverse(shown))));
+        self.heap.push(Reverse((modified, Reverse(path))));
         if self.heap.len() > GLOB_PATHS {
             self.heap.pop();
         }
@@ -44,30 +43,28 @@ pub(crate) fn glob(i: GlobIn, cwd: &Path, cancel: &Cancel) -> ToolOutcome {
         Ok(_) => return ToolOutcome::fail("not a folder"),
         Err(e) => return ToolOutcome::fail(io_phrase(&e)),
     }
-    let newest = Mutex::new(Newest::default());
-    walk::files(&root.abs, cancel, &|path| {
+    let found = walk::gather(&root.abs, cancel, &Newest::default, &|n, path| {
         if pattern.matches(&root.abs, path) {
             // A file gone meanwhile counts as the oldest rather than not at all.
             let modified = fs::symlink_metadata(path)
                 .and_then(|m| m.modified())
                 .unwrap_or(SystemTime::UNIX_EPOCH);
-            let mut n = newest.lock().unwrap_or_else(PoisonError::into_inner);
-            n.add(modified, root.show(path));
+            n.add(modified, path.to_path_buf());
         }
         true
     });
     if cancel.is_cancelled() {
         return ToolOutcome::fail("cancelled");
     }
-    let newest = newest.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let total = newest.total;
-    // Newest first; as new, by path.
-    let mut shown: Vec<(SystemTime, String)> = newest
-        .heap
+    let total: u64 = found.iter().map(|n| n.total).sum();
+    // Newest first; as new, by printed path.
+    let mut shown: Vec<(SystemTime, String)> = found
         .into_iter()
-        .map(|Reverse((t, Reverse(p)))| (t, p))
+        .flat_map(|n| n.heap)
+        .map(|Reverse((t, Reverse(p)))| (t, root.show(&p)))
         .collect();
     shown.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    shown.truncate(GLOB_PATHS);
     let mut out: String = shown.iter().map(|(_, p)| format!("{p}\n")).collect();
     let more = total.saturating_sub(shown.len() as u64);
     if more > 0 {

@@ -7,8 +7,9 @@
 
 use crate::util::cancel::Cancel;
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::{WalkBuilder, WalkState};
+use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// The walk's threads: what pays on this kind of machine without starving the backend.
 const THREADS: usize = 4;
@@ -91,10 +92,9 @@ impl Pattern {
     }
 }
 
-/// Calls `visit` with every regular file under `root` that the rules let through, on the
-/// walker's threads, until `visit` says stop or `cancel` is set.
-pub(crate) fn files(root: &Path, cancel: &Cancel, visit: &(dyn Fn(&Path) -> bool + Sync)) {
-    let walker = WalkBuilder::new(root)
+/// The walker of `root` with the rules above, on [`THREADS`] threads.
+fn walker(root: &Path) -> ignore::WalkParallel {
+    WalkBuilder::new(root)
         .hidden(true)
         .ignore(true)
         .git_ignore(true)
@@ -104,25 +104,92 @@ pub(crate) fn files(root: &Path, cancel: &Cancel, visit: &(dyn Fn(&Path) -> bool
         .follow_links(false)
         .add_custom_ignore_filename(".rgignore")
         .threads(THREADS)
-        .build_parallel();
-    walker.run(|| {
-        Box::new(move |entry| {
-            if cancel.is_cancelled() {
-                return WalkState::Quit;
-            }
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
-            if visit(entry.path()) {
-                WalkState::Continue
-            } else {
-                WalkState::Quit
-            }
+        .build_parallel()
+}
+
+/// Calls `visit` with every regular file under `root` that the rules let through, on the
+/// walker's threads, until `visit` says stop or `cancel` is set.
+pub(crate) fn files(root: &Path, cancel: &Cancel, visit: &(dyn Fn(&Path) -> bool + Sync)) {
+    drop(gather(root, cancel, &|| (), &|(), path| visit(path)));
+}
+
+/// Like [`files`], each walker thread with its own state from `init` (no lock per file): the
+/// states, once the walk is over.
+pub(crate) fn gather<S: Send>(
+    root: &Path,
+    cancel: &Cancel,
+    init: &(dyn Fn() -> S + Sync),
+    visit: &(dyn Fn(&mut S, &Path) -> bool + Sync),
+) -> Vec<S> {
+    let out = Mutex::new(Vec::new());
+    let mut builder = Threads {
+        init,
+        visit,
+        cancel,
+        out: &out,
+    };
+    walker(root).visit(&mut builder);
+    out.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Makes each walker thread's visitor.
+struct Threads<'a, S> {
+    init: &'a (dyn Fn() -> S + Sync),
+    visit: &'a (dyn Fn(&mut S, &Path) -> bool + Sync),
+    cancel: &'a Cancel,
+    out: &'a Mutex<Vec<S>>,
+}
+
+impl<'s, S: Send + 's> ParallelVisitorBuilder<'s> for Threads<'s, S> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Thread {
+            state: Some((self.init)()),
+            visit: self.visit,
+            cancel: self.cancel,
+            out: self.out,
         })
-    });
+    }
+}
+
+/// One walker thread's visitor: its state goes to `out` when the thread is done.
+struct Thread<'a, S> {
+    state: Option<S>,
+    visit: &'a (dyn Fn(&mut S, &Path) -> bool + Sync),
+    cancel: &'a Cancel,
+    out: &'a Mutex<Vec<S>>,
+}
+
+impl<S: Send> ParallelVisitor for Thread<'_, S> {
+    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
+        if self.cancel.is_cancelled() {
+            return WalkState::Quit;
+        }
+        let Ok(entry) = entry else {
+            return WalkState::Continue;
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return WalkState::Continue;
+        }
+        let Some(state) = self.state.as_mut() else {
+            return WalkState::Quit;
+        };
+        if (self.visit)(state, entry.path()) {
+            WalkState::Continue
+        } else {
+            WalkState::Quit
+        }
+    }
+}
+
+impl<S> Drop for Thread<'_, S> {
+    fn drop(&mut self) {
+        if let Some(s) = self.state.take() {
+            self.out
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(s);
+        }
+    }
 }
 
 #[cfg(test)]
