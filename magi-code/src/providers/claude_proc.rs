@@ -36,6 +36,24 @@ pub struct Launch {
     pub transcript_budget: usize,
 }
 
+impl Launch {
+    /// The CLI with `args`: its environment alone, in the session's folder, stdin and stdout
+    /// piped, stderr discarded, in a process group of its own.
+    #[must_use]
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.command);
+        c.args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0);
+        c
+    }
+}
+
 /// What one read of the CLI's stdout was.
 enum Line {
     Read(Vec<u8>),
@@ -93,15 +111,9 @@ pub fn spawn(
     uuid: String,
     started_with: (String, Option<String>),
 ) -> Result<CliProcess, StepFailure> {
-    let mut child = Command::new(&launch.command)
-        .args(args)
-        .env_clear()
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&launch.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = launch
+        .command(&args)
         .spawn()
         .map_err(|_| StepFailure::Unreachable)?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

@@ -9,8 +9,6 @@ use crate::history::Item;
 use crate::util::cancel::Cancel;
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The most bytes of the process's stdout read.
@@ -69,15 +67,9 @@ impl ModelClient for ClaudeTitle {
             "--model",
             TITLE_MODEL,
         ];
-        let mut child = Command::new(&self.launch.command)
-            .args(args)
-            .env_clear()
-            .envs(self.launch.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.launch.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
+        let mut child = self
+            .launch
+            .command(&args)
             .spawn()
             .map_err(|_| StepFailure::Unreachable)?;
         let pid = child.id();

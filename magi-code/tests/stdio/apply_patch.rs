@@ -2,7 +2,7 @@
 //! its line counts, applied whole once allowed, with a `file_edit` card counting all files;
 //! denied, no file changes.
 
-use crate::common::{events, result, start_session, start_turn, until_finished, write_script, Env};
+use crate::common::{events, start_session, start_turn, until_finished, write_script, Env};
 use serde_json::json;
 
 const PATCH: &str = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n\
@@ -21,23 +21,12 @@ fn the_approval_names_each_file_and_the_patch_applies_whole_once_allowed() {
         );
         let (mut s, sid) = start_session(&env, &["approval.answer", "tool.cards"]);
         let run_id = start_turn(&mut s, &sid, "patch it");
-        let asked = loop {
-            let f = s.next();
-            if f["event"] == "approval.requested" {
-                break f;
-            }
-        };
+        let seen = crate::common::answer_next_approval(&mut s, &sid, &run_id, allow);
+        let asked = seen.last().unwrap();
         assert_eq!(
             asked["data"]["summary"],
             "apply_patch a.txt +1 -1, b.txt (new, +1)"
         );
-        let r = s.call(
-            "a",
-            "approval.answer",
-            &json!({"session_id": sid, "run_id": run_id,
-                "approval_id": asked["data"]["approval_id"], "allow": allow}),
-        );
-        assert_eq!(result(&r)["recorded"], true);
         let frames = until_finished(&mut s);
         assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
         let a = std::fs::read_to_string(env.cwd.join("a.txt")).unwrap();

@@ -4,8 +4,8 @@
 //! its step ends; a denial reaches it as an error, `turn.cancel` cuts a call short.
 
 use crate::common::{
-    cancel_turn, events, reconciled, result, sessions_dir, start_session, start_turn,
-    until_finished, write_script, Env,
+    cancel_turn, events, reconciled, sessions_dir, start_session, start_turn, until_finished,
+    write_script, Env,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -88,19 +88,7 @@ fn a_call_back_that_asks_waits_for_the_client_and_a_denial_reaches_the_provider(
         ]);
         let (env, mut s, sid) = scripted(steps, json!({"write": "ask"}));
         let run_id = start_turn(&mut s, &sid, "write");
-        let asked = loop {
-            let f = s.next();
-            if f["event"] == "approval.requested" {
-                break f;
-            }
-        };
-        let r = s.call(
-            "a",
-            "approval.answer",
-            &json!({"session_id": sid, "run_id": run_id,
-                "approval_id": asked["data"]["approval_id"], "allow": allow}),
-        );
-        assert_eq!(result(&r)["recorded"], true);
+        crate::common::answer_next_approval(&mut s, &sid, &run_id, allow);
         let frames = until_finished(&mut s);
         assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
         let text = reconciled(&frames);

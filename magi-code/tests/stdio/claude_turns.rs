@@ -9,7 +9,7 @@ use crate::common::anthropic_sse::{reply, stop, text, tool_use};
 use crate::common::fake_llm::{FakeLlm, Reply};
 use crate::common::{
     cancel_turn, diagnostic_codes, events, reconciled, result, sessions_dir, start_session,
-    start_turn, until_finished, Env, Server,
+    start_turn, until_finished, Env,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -156,26 +156,6 @@ fn a_text_turn_streams_and_reconciles_and_the_next_turn_uses_the_same_cli() {
     assert_eq!(processes(home, false), 0, "no CLI after shutdown");
 }
 
-/// Answers the next `approval.requested` of run `run_id` with `allow`; the frames up to it.
-fn answer_approval(s: &mut Server, sid: &str, run_id: &str, allow: bool) -> Vec<Value> {
-    let mut seen = Vec::new();
-    let asked = loop {
-        let f = s.next();
-        seen.push(f.clone());
-        if f["event"] == "approval.requested" {
-            break f;
-        }
-    };
-    let r = s.call(
-        "a",
-        "approval.answer",
-        &json!({"session_id": sid, "run_id": run_id,
-            "approval_id": asked["data"]["approval_id"], "allow": allow}),
-    );
-    assert_eq!(result(&r)["recorded"], true);
-    seen
-}
-
 #[test]
 fn a_tool_call_goes_through_our_approval_and_its_result_reaches_the_model() {
     for allow in [true, false] {
@@ -192,7 +172,7 @@ fn a_tool_call_goes_through_our_approval_and_its_result_reaches_the_model() {
         let env = env_for(&llm, &json!({"write": "ask"}));
         let (mut s, sid) = start_session(&env, &["approval.answer"]);
         let run_id = start_turn(&mut s, &sid, "write w.txt");
-        let mut frames = answer_approval(&mut s, &sid, &run_id, allow);
+        let mut frames = crate::common::answer_next_approval(&mut s, &sid, &run_id, allow);
         let asked = frames.last().unwrap().clone();
         let summary = asked["data"]["summary"].as_str().unwrap();
         assert!(summary.starts_with("write_file w.txt"), "{asked}");

@@ -62,6 +62,27 @@ pub fn run_turn(s: &mut Server, sid: &str, prompt: &str) -> Vec<Value> {
     until_finished(s)
 }
 
+/// Reads frames up to the next `approval.requested` and answers it with `allow` (request ID
+/// `a`); the frames read, that request last.
+pub fn answer_next_approval(s: &mut Server, sid: &str, run_id: &str, allow: bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let asked = loop {
+        let f = s.next();
+        seen.push(f.clone());
+        if f["event"] == "approval.requested" {
+            break f;
+        }
+    };
+    let r = s.call(
+        "a",
+        "approval.answer",
+        &json!({"session_id": sid, "run_id": run_id,
+            "approval_id": asked["data"]["approval_id"], "allow": allow}),
+    );
+    assert_eq!(result(&r)["recorded"], true);
+    seen
+}
+
 /// Sends `turn.cancel` for `run_id` (request ID `x`), then [`until_finished`]; the frames and
 /// how long after the request `run.finished` came.
 pub fn cancel_turn(s: &mut Server, sid: &str, run_id: &str) -> (Vec<Value>, Duration) {
