@@ -4,8 +4,7 @@
 //! its step ends; a denial reaches it as an error, `turn.cancel` cuts a call short.
 
 use crate::common::{
-    cancel_turn, events, reconciled, sessions_dir, start_session, start_turn, until_finished,
-    write_script, Env,
+    cancel_turn, events, reconciled, start_session, start_turn, until_finished, write_script, Env,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -17,15 +16,6 @@ fn scripted(steps: Value, tools: Value) -> (Env, crate::common::Server, String) 
     write_script(&env, json!([{ "steps": steps }]), Some(tools));
     let (s, sid) = start_session(&env, &["approval.answer"]);
     (env, s, sid)
-}
-
-/// The session's records, parsed.
-fn records(env: &Env, sid: &str) -> Vec<Value> {
-    std::fs::read_to_string(sessions_dir(env).join(format!("{sid}.jsonl")))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
@@ -64,7 +54,7 @@ fn a_call_back_mid_step_runs_as_a_direct_call_and_its_answer_reaches_the_provide
     );
     // Stored as a direct call is: the text before it (a call ends a segment), its call, its
     // result, then the rest of the reply.
-    let stored = records(&env, &sid);
+    let stored = crate::common::session_records(&env, &sid);
     let at = |ty: &str| stored.iter().position(|r| r["type"] == ty).unwrap();
     let last = stored
         .iter()
@@ -140,7 +130,7 @@ fn a_call_back_to_exec_runs_a_code_mode_cell_whose_calls_are_the_cells() {
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");
     // The offline provider says the answer's first line.
     assert_eq!(reconciled(&frames), "exec: exec completed");
-    let stored = records(&env, &sid);
+    let stored = crate::common::session_records(&env, &sid);
     let call = stored.iter().find(|r| r["type"] == "tool_call").unwrap();
     assert_eq!(call["name"], "exec");
     let res = stored.iter().find(|r| r["type"] == "tool_result").unwrap();

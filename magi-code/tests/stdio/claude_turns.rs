@@ -8,8 +8,8 @@ use super::claude::{claude, env_with, signed_in};
 use crate::common::anthropic_sse::{reply, stop, text, tool_use};
 use crate::common::fake_llm::{FakeLlm, Reply};
 use crate::common::{
-    cancel_turn, diagnostic_codes, events, reconciled, result, sessions_dir, start_session,
-    start_turn, until_finished, Env,
+    cancel_turn, diagnostic_codes, events, reconciled, result, start_session, start_turn,
+    until_finished, Env,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -29,15 +29,6 @@ fn env_for(llm: &FakeLlm, tools: &Value) -> Env {
     signed_in(&env);
     env.set_var("ANTHROPIC_BASE_URL", &llm.base);
     env
-}
-
-/// The session's records, parsed.
-fn records(env: &Env, sid: &str) -> Vec<Value> {
-    std::fs::read_to_string(sessions_dir(env).join(format!("{sid}.jsonl")))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The `text` of every `text` block of every user message of `body`, and of every
@@ -140,7 +131,7 @@ fn a_text_turn_streams_and_reconciles_and_the_next_turn_uses_the_same_cli() {
         1,
         "one CLI per session"
     );
-    let stored = records(&env, &sid);
+    let stored = crate::common::session_records(&env, &sid);
     let items: Vec<&Value> = stored
         .iter()
         .filter(|r| r["type"] == "provider_item")
@@ -209,7 +200,7 @@ fn a_tool_call_goes_through_our_approval_and_its_result_reaches_the_model() {
         } else {
             assert!(last.contains("denied by the user"), "{last}");
         }
-        let stored = records(&env, &sid);
+        let stored = crate::common::session_records(&env, &sid);
         let call = stored.iter().find(|r| r["type"] == "tool_call").unwrap();
         assert_eq!(
             (&call["call_id"], &call["name"]),
@@ -268,7 +259,7 @@ fn a_401_fails_the_turn_with_provider_auth_and_says_to_log_in() {
 
 /// The `uuid` of each `claude_cli_session` item stored in session `sid`.
 fn conversations(env: &Env, sid: &str) -> Vec<String> {
-    records(env, sid)
+    crate::common::session_records(env, sid)
         .iter()
         .filter(|r| r["type"] == "provider_item" && r["item"]["type"] == "claude_cli_session")
         .map(|r| r["item"]["uuid"].as_str().unwrap().to_owned())
@@ -340,7 +331,7 @@ fn the_title_comes_from_a_one_shot_cli_on_haiku() {
     );
     assert!(asked.body["tools"].as_array().is_none_or(Vec::is_empty));
     let title = crate::common::poll::within(WAIT, || {
-        records(&env, &sid)
+        crate::common::session_records(&env, &sid)
             .iter()
             .find(|r| r["type"] == "title")
             .map(|r| r["title"].as_str().unwrap().to_owned())
@@ -399,7 +390,7 @@ fn the_clis_own_compaction_is_a_compaction_activity() {
         "{frames:#?}"
     );
     // The CLI keeps its summary: no compaction record of ours.
-    assert!(records(&env, &sid)
+    assert!(crate::common::session_records(&env, &sid)
         .iter()
         .all(|r| r["type"] != "compaction"));
     s.shutdown_ok("bye");
@@ -536,7 +527,7 @@ fn code_mode_is_offered_and_its_cell_runs_for_the_cli() {
     assert!(offered.contains(&"mcp__magi__exec"), "{offered:?}");
     let results = user_texts(&llm.next(WAIT).body);
     assert!(results.last().unwrap().contains("42"), "{results:?}");
-    let stored = records(&env, &sid);
+    let stored = crate::common::session_records(&env, &sid);
     let call = stored.iter().find(|r| r["type"] == "tool_call").unwrap();
     assert_eq!(
         (&call["name"], &call["call_id"]),

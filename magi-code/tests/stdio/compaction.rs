@@ -7,7 +7,7 @@
 use crate::common::fake_llm::{chat_text, chat_tool_call, chat_with_usage, FakeLlm, Reply};
 use crate::common::{
     chat_messages, diagnostic_codes, events, fake_llm_settings, history_entries, meta, outcome,
-    result, run, run_turn, sessions_dir, start, start_session, write_history, Env, Server,
+    result, run, run_turn, start, start_session, write_history, Env, Server,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -33,14 +33,6 @@ fn compactions(frames: &[Value]) -> Vec<String> {
         .iter()
         .filter(|f| f["data"]["kind"] == "compaction")
         .map(|f| f["data"]["state"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn records(env: &Env, sid: &str) -> Vec<Value> {
-    std::fs::read_to_string(sessions_dir(env).join(format!("{sid}.jsonl")))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
@@ -131,7 +123,7 @@ fn usage_past_80_percent_compacts_mid_task_and_the_next_step_does_not_compact_ag
     // It fits in half the window (1 token per 4 bytes).
     assert!(seen[3].to_string().len() <= (WINDOW * 2) as usize);
 
-    let recs = records(&env, &sid);
+    let recs = crate::common::session_records(&env, &sid);
     let second_input = recs
         .iter()
         .position(|r| r["type"] == "user_input" && r["text"] == "second task: write out.txt")
@@ -275,7 +267,7 @@ fn a_failed_summary_request_is_reported_and_the_step_proceeds() {
     assert_eq!(outcome(&frames), "completed", "{frames:#?}");
     assert_eq!(compactions(&frames), ["started", "failed"]);
     assert_eq!(diagnostic_codes(&frames), ["compaction_failed"]);
-    assert!(!records(&env, &sid)
+    assert!(!crate::common::session_records(&env, &sid)
         .iter()
         .any(|r| r["type"] == "compaction"));
 }
@@ -301,7 +293,7 @@ fn a_session_compacted_twice_replays_the_second_summary_in_a_new_child() {
         "the second summary sees the first"
     );
     drop(a);
-    let comps: Vec<Value> = records(&env, &sid)
+    let comps: Vec<Value> = crate::common::session_records(&env, &sid)
         .into_iter()
         .filter(|r| r["type"] == "compaction")
         .collect();
@@ -370,7 +362,7 @@ fn compacts_before_the_second_turn(env: &Env, llm: &FakeLlm) -> [Value; 3] {
     assert!(seen[0].get("tools").is_some(), "{:#}", seen[0]);
     assert!(seen[1].get("tools").is_none(), "{:#}", seen[1]);
     assert!(seen[2].get("tools").is_some(), "{:#}", seen[2]);
-    let recs = records(env, &sid);
+    let recs = crate::common::session_records(env, &sid);
     let comp: Vec<&Value> = recs.iter().filter(|r| r["type"] == "compaction").collect();
     assert_eq!(comp.len(), 1);
     assert_eq!(comp[0]["summary"], "SUMMARY-V");

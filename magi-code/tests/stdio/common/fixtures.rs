@@ -24,6 +24,15 @@ pub fn sessions_dir(env: &Env) -> PathBuf {
     dir
 }
 
+/// Every record of session `sid`'s history, parsed (each line must be JSON).
+pub fn session_records(env: &Env, sid: &str) -> Vec<Value> {
+    fs::read_to_string(sessions_dir(env).join(format!("{sid}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The canonical cwd of children spawned in `env`.
 pub fn canonical_cwd(env: &Env) -> String {
     fs::canonicalize(&env.cwd)
