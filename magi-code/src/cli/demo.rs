@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 use std::io::Write;
 
 /// Spawns `serve --stdio` as a real child over pipes and runs initialize → status →
-/// session.create → an echo turn → shutdown, printing every frame. Returns the child's exit
-/// code.
+/// session.create → an echo turn → shutdown, printing every frame. Returns 1 when a step
+/// failed (startup, the session, the turn), else the child's exit code.
 pub fn demo() -> i32 {
     let Ok(mut server) = Server::spawn_self() else {
         eprintln!("magi-code demo: could not start the server");
@@ -39,19 +39,25 @@ pub fn demo() -> i32 {
         };
     let caps =
         json!({"required_capabilities": ["status", "session.create", "turn.start", "shutdown"]});
-    exchange("r1", "initialize", caps, None);
+    let ready = exchange("r1", "initialize", caps, None).is_some_and(|a| a.get("result").is_some());
     exchange("r2", "status", json!({}), None);
     let created = exchange("r3", "session.create", json!({}), None);
+    let mut turned = false;
     if let Some(sid) = created
         .as_ref()
         .and_then(|c| c["result"]["session_id"].as_str())
     {
         let params = json!({"session_id": sid, "prompt": "Hello from the magi-code demo."});
-        exchange("r4", "turn.start", params, Some("run.finished"));
+        turned = exchange("r4", "turn.start", params, Some("run.finished"))
+            .is_some_and(|a| a.get("result").is_some());
     }
     exchange("r5", "shutdown", json!({}), None);
     drop(stdin);
     let code = server.wait();
     println!("server exited with status {code}");
+    if !(ready && turned) {
+        eprintln!("magi-code demo: the exchange failed (see the frames above; `magi-code doctor` says why)");
+        return 1;
+    }
     code
 }

@@ -44,4 +44,9 @@ fn replay_of_a_missing_file_exits_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // The user's own argument is said back: which file, and why.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "magi-code replay: cannot read /nonexistent/trace.jsonl: not found\n"
+    );
 }

@@ -56,3 +56,17 @@ fn every_frame_the_demo_prints_validates() {
     assert_eq!(responses, 5, "{text}");
     assert!(events >= 3, "the turn's events: {text}");
 }
+
+#[test]
+fn the_demo_exits_1_when_startup_fails() {
+    let env = Env::new();
+    env.write_global_settings_raw(b"{not json");
+    let out = env.command(&["demo"]).output().expect("run demo");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("magi-code doctor"));
+}
