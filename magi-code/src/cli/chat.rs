@@ -210,7 +210,7 @@ impl Chat {
         let sid = match attach {
             Ok(r) => r.session_id,
             Err(e) => {
-                let code = printable(why(&e));
+                let code = crate::cli::words::said(why(&e));
                 eprintln!("magi-code chat: could not attach a session: {code}");
                 return Some(1);
             }
@@ -257,7 +257,10 @@ impl Chat {
         let turn = match self.client.start_turn(&self.sid, prompt) {
             Ok(turn) => turn,
             Err(ClientError::Rejected(e)) => {
-                self.error_line(&format!("[turn refused: {}]", e.code));
+                self.error_line(&format!(
+                    "[turn refused: {}]",
+                    crate::cli::words::said(&e.code)
+                ));
                 return After::Prompt;
             }
             Err(_) => {
@@ -441,7 +444,7 @@ impl Chat {
             let r: SessionListResult = match self.client.call(Call::SessionList(params)) {
                 Ok(r) => r,
                 Err(ClientError::Rejected(e)) => {
-                    self.error_line(&format!("[sessions: {}]", e.code));
+                    self.error_line(&format!("[sessions: {}]", crate::cli::words::said(&e.code)));
                     return;
                 }
                 Err(_) => {
@@ -486,7 +489,10 @@ impl Chat {
                 self.sid = r.session_id;
             }
             Err(ClientError::Rejected(e)) => {
-                self.error_line(&format!("[open refused: {}]", e.code));
+                self.error_line(&format!(
+                    "[open refused: {}]",
+                    crate::cli::words::said(&e.code)
+                ));
             }
             Err(_) => self.error_line("[the server did not answer]"),
         }

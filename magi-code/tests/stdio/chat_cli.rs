@@ -162,7 +162,10 @@ fn piped_chat_exits_1_when_a_turn_failed_or_was_refused() {
     let long = "a".repeat(16_385);
     let (code, out) = chat(home.path(), cwd.path(), &[], &format!("{long}\nok\n"));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[turn refused: invalid_params]"), "{out}");
+    assert!(
+        out.contains("[turn refused: the server did not accept the request (invalid_params)]"),
+        "{out}"
+    );
     assert!(out.contains("magi> ok"), "{out}");
     let (code, _) = chat(home.path(), cwd.path(), &[], &format!("{}\n", &long[1..]));
     assert_eq!(code, 0, "16,384 bytes is a prompt");
@@ -240,7 +243,12 @@ fn chat_lists_and_opens_sessions() {
         "/open missing\n/bogus\nfour\n",
     );
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[open refused: session_missing]"), "{out}");
+    assert!(
+        out.contains(
+            "[open refused: there is no saved session with that ID here (session_missing)]"
+        ),
+        "{out}"
+    );
     assert!(out.contains("unknown command /bogus"), "{out}");
     assert!(history(&a).contains("four"));
     assert!(!out.contains('\x1b'), "{out:?}");

@@ -114,7 +114,12 @@ impl Tty {
 
     /// Waits until the screen satisfies `cond`; panics with the screen past the deadline.
     fn wait(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        within(DEADLINE, || Some(self.contents()).filter(|s| cond(s)))
+        self.wait_within(DEADLINE, what, cond)
+    }
+
+    /// [`Tty::wait`] with its own deadline.
+    fn wait_within(&self, deadline: Duration, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        within(deadline, || Some(self.contents()).filter(|s| cond(s)))
             .unwrap_or_else(|| panic!("waited for {what}; the screen:\n{}", self.contents()))
     }
 
@@ -355,7 +360,9 @@ fn the_editor_takes_cursor_keys_a_paste_as_one_prompt_and_switches_models() {
     tty.keys("/effort\r");
     tty.wait_for("efforts of script: default");
     tty.keys("/effort high\r");
-    tty.wait_for("[selection refused: effort_unsupported]");
+    tty.wait_for(
+        "[selection refused: the model does not take that effort level (effort_unsupported)]",
+    );
 
     tty.keys("/new\r");
     let s = tty.wait("a new session", |s| {
@@ -470,4 +477,119 @@ fn a_resumed_session_longer_than_64_pages_shows_its_last_turn() {
     assert!(!s.contains("goes on past what was read"), "{s}");
     tty.keys("\x04");
     assert_eq!(tty.exit(), 0);
+}
+
+#[test]
+fn an_unanswered_approval_says_expired_and_the_call_did_not_run() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    use_script(
+        home.path(),
+        r#"{"turns":[
+            {"steps":[{"text":"I will write it:\n"},
+                      {"tool":{"name":"write_file","input":{"path":"a.txt","content":"x\n"}}},
+                      {"text":"It was not allowed.\n"}]}]}"#,
+    );
+    let mut screens = Vec::new();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    tty.wait_for("/help for commands");
+    tty.keys("write it\r");
+    tty.wait_for("expires in");
+    // Left unanswered until it expires: 60 s, the protocol's fixed `approval_expiry_ms`.
+    let s = tty.wait_within(DEADLINE * 2, "the expiry", |s| s.contains("⊘ write_file"));
+    assert!(
+        s.contains("expired: write_file a.txt (2 bytes) was not answered in time"),
+        "{s}"
+    );
+    assert!(
+        s.contains("⊘ write_file a.txt (2 bytes) (expired: not answered in time)"),
+        "{s}"
+    );
+    assert!(!s.contains("denied by the user"), "{s}");
+    assert!(
+        !s.contains("+0 -0"),
+        "the unrun call's card is not shown: {s}"
+    );
+    assert!(!cwd.path().join("a.txt").exists());
+    capture(&mut screens, "an approval left to expire", &s);
+    let s = tty.wait_for("done in");
+    assert!(s.contains("It was not allowed."), "{s}");
+    save("expiry", &screens);
+    tty.keys("\x04");
+    assert_eq!(tty.exit(), 0);
+}
+
+#[test]
+fn a_prompt_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    use_script(
+        home.path(),
+        r#"{"turns":[
+            {"steps":[{"text":"first reply, slowly"},{"sleep_ms":2500},{"text":" and done\n"}]},
+            {"steps":[{"text":"the QUEUED prompt was answered\n"}]}]}"#,
+    );
+    let mut screens = Vec::new();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    tty.wait_for("/help for commands");
+    tty.keys("first\r");
+    tty.wait_for("first reply, slowly");
+    tty.keys("and then this\r");
+    let s = tty.wait_for("queued › and then this");
+    assert!(s.contains("(sent when the turn ends)"), "{s}");
+    capture(&mut screens, "a prompt queued during a turn", &s);
+    let s = tty.wait("the queued prompt's turn", |s| {
+        s.contains("the QUEUED prompt was answered") && s.matches("done in").count() == 2
+    });
+    let t = trimmed(&s);
+    let first_end = t.find("done in").unwrap();
+    let sent = t.find("› and then this").unwrap();
+    assert!(first_end < sent, "sent after the first turn ended: {s}");
+    assert!(!s.contains("queued ›"), "{s}");
+    capture(&mut screens, "sent once the turn ended", &s);
+    save("queue", &screens);
+    tty.keys("\x04");
+    assert_eq!(tty.exit(), 0);
+}
+
+#[test]
+fn refusals_are_said_in_words_and_model_explains_the_catalog() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    let s = tty.wait_for("/help for commands");
+    let sid = s
+        .split_whitespace()
+        .skip_while(|w| *w != "session")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    tty.keys("hello\r");
+    tty.wait_for("done in");
+    // On the default settings the catalog is empty: /model says why and how to fill it.
+    tty.keys("/model\r");
+    let s = tty.wait_for("no models are enabled");
+    assert!(s.contains("providers.catalog.enabled"), "{s}");
+    assert!(
+        s.contains(r#"{"providers": {"catalog": {"enabled": ["scripted/echo"]}}}"#),
+        "{s}"
+    );
+    assert!(
+        s.contains("the current model, echo, works without it"),
+        "{s}"
+    );
+    tty.keys("/open nosuchsession\r");
+    tty.wait_for("[open refused: there is no saved session with that ID here (session_missing)]");
+    tty.keys("\x04");
+    assert_eq!(tty.exit(), 0);
+
+    // The session belongs to `cwd`: opened from another folder, the refusal says so.
+    let tty = Tty::spawn(home.path(), other.path(), &["--session", &sid]);
+    let s = tty.wait_for("(cwd_mismatch)");
+    assert!(
+        s.contains("the session belongs to another folder: start the chat there (cwd_mismatch)"),
+        "{s}"
+    );
+    assert_eq!(tty.exit(), 1);
 }

@@ -6,7 +6,9 @@ use super::dialog::{Answer, Dialog};
 use super::editor::Editor;
 use super::live::{dim, Live};
 use crate::cli::chat_view::{printable, word};
+use crate::cli::words::said;
 use crate::client::turn::run_of;
+use crate::wire::events::ActivityState;
 use crate::wire::Event;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
@@ -81,6 +83,8 @@ pub struct ChatApp {
     pub note: Option<String>,
     /// The last tick's time.
     pub now: Option<Instant>,
+    /// Prompts typed while a turn ran, sent in order once it ends.
+    pub queued: Vec<String>,
     /// Lines finished and not yet in the scrollback.
     out: Vec<Line<'static>>,
 }
@@ -146,13 +150,31 @@ impl ChatApp {
     pub fn on_tick(&mut self, now: Instant) {
         self.now = Some(now);
         if self.dialog.as_ref().is_some_and(|d| d.expired(now)) {
-            self.dialog = None;
-            self.note = None;
-            self.out.push(Line::styled(
-                "  the approval request expired (the backend decides what happens)",
-                Style::new().fg(Color::Yellow),
-            ));
+            self.expire();
         }
+    }
+
+    /// The open dialog's request expired unanswered: the call does not run.
+    fn expire(&mut self) {
+        let Some(d) = self.dialog.take() else { return };
+        self.note = None;
+        self.out.push(Line::styled(
+            format!("  expired: {} was not answered in time", d.summary),
+            Style::new().fg(Color::Yellow),
+        ));
+        if let Some(live) = &mut self.live {
+            live.ended = Some(super::live::Ended::Expired);
+        }
+    }
+
+    /// The next queued prompt, once no turn runs: it goes to the scrollback as sent.
+    pub fn next_queued(&mut self) -> Option<String> {
+        if self.running() || self.queued.is_empty() {
+            return None;
+        }
+        let prompt = self.queued.remove(0);
+        self.print(prompt_lines(&prompt));
+        Some(prompt)
     }
 
     /// One key read at `at`. Keys read before the dialog appeared go to the editor, never to
@@ -199,8 +221,8 @@ impl ChatApp {
                 let word = if allow { "allowed" } else { "denied" };
                 self.out
                     .push(Line::styled(format!("  {word}: {}", d.summary), dim()));
-                if let Some(live) = &mut self.live {
-                    live.denied = !allow;
+                if let (Some(live), false) = (&mut self.live, allow) {
+                    live.ended = Some(super::live::Ended::Denied);
                 }
                 Some(Action::Answer {
                     run_id: d.run_id,
@@ -292,11 +314,13 @@ impl ChatApp {
                 _ => Some(Action::Command(cmd, arg)),
             };
         }
+        let prompt = self.editor.take();
         if self.running() {
-            self.note = Some("a turn is running: Enter sends once it ends".to_owned());
+            // Sent when the turn ends; the live area shows it meanwhile.
+            self.editor.remember(&prompt);
+            self.queued.push(prompt);
             return None;
         }
-        let prompt = self.editor.take();
         self.note = None;
         self.print(prompt_lines(&prompt));
         Some(Action::Send(prompt))
@@ -305,6 +329,14 @@ impl ChatApp {
     /// One server event at `now`.
     pub fn on_event(&mut self, e: &Event, now: Instant) {
         self.now = Some(now);
+        if let Event::Activity(a) = e {
+            // A call's end closes its open request: unanswered, it expired (a cancelled
+            // turn closes it by its end instead).
+            let cancelling = self.live.as_ref().is_some_and(|l| l.cancelling);
+            if a.state != ActivityState::Started && self.dialog.is_some() && !cancelling {
+                self.expire();
+            }
+        }
         let Some(live) = &mut self.live else { return };
         if live.apply(e, &mut self.out).is_err() {
             // The turn cannot be trusted any more: the prompt comes back.
@@ -335,20 +367,44 @@ impl ChatApp {
                 ("completed", _) => self
                     .out
                     .push(Line::styled(format!("─ done in {took}"), dim())),
-                ("cancelled", _) => self.out.push(Line::styled(
-                    format!("■ stopped: the turn was cancelled after {took}"),
-                    Style::new().fg(Color::Yellow),
-                )),
+                ("cancelled", _) => {
+                    self.out.push(Line::styled(
+                        format!("■ stopped: the turn was cancelled after {took}"),
+                        Style::new().fg(Color::Yellow),
+                    ));
+                }
                 (outcome, code) => {
-                    let code = code.as_deref().unwrap_or("-");
-                    self.error(&format!("[{outcome}: {code}]"));
+                    let said = code.as_deref().map_or_else(|| "-".to_owned(), said);
+                    self.error(&format!("[the turn {outcome}: {said}]"));
                 }
             }
             self.out.push(Line::raw(""));
             self.live = None;
             self.dialog = None;
             self.note = None;
+            if word(&d.outcome) == "cancelled" {
+                self.unqueue();
+            }
         }
+    }
+}
+
+impl ChatApp {
+    /// A stopped turn keeps its queued prompts in the editor, unsent.
+    fn unqueue(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        let mut text = std::mem::take(&mut self.queued).join("\n");
+        let typed = self.editor.take();
+        if !typed.is_empty() {
+            text = format!("{text}\n{typed}");
+        }
+        if !self.editor.insert(&text) {
+            self.note = Some(TOO_LONG.to_owned());
+            return;
+        }
+        self.note = Some("the turn stopped: the queued prompt is back in the editor".to_owned());
     }
 }
 

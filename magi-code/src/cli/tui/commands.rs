@@ -26,9 +26,9 @@ const PAGES: usize = 64;
 /// parts), so a saved conversation is never cut short silently.
 const HISTORY_PAGES: usize = 2_048;
 
-/// The code of a refusal, or what else ended the wait.
+/// A refusal in words with its code, or what else ended the wait.
 fn why(e: &ClientError) -> String {
-    printable(e.code().unwrap_or("no answer"))
+    crate::cli::words::said(e.code().unwrap_or("no answer"))
 }
 
 /// The chat's connection and what it knows of the selection.
@@ -234,7 +234,7 @@ impl Commands {
         };
         if arg.is_empty() {
             if choices.is_empty() {
-                app.say("the catalog has no models (settings: providers.catalog.enabled)");
+                app.say(&no_models(app.info.model.as_deref()));
             }
             for c in &choices {
                 let current = app.info.model.as_deref() == Some(c.model.as_str());
@@ -332,4 +332,27 @@ impl Commands {
             Err(e) => app.error(&format!("[selection refused: {}]", why(&e))),
         }
     }
+}
+
+/// What `/model` says when the catalog lists nothing: why, and the settings that fill it.
+fn no_models(current: Option<&str>) -> String {
+    let env = crate::startup::LaunchEnv::from_process();
+    let global = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| crate::startup::storage_root(&env, &cwd))
+        .map_or_else(
+            || "settings.json in MC_HOME".to_owned(),
+            |root| root.join("settings.json").display().to_string(),
+        );
+    let now = current.map_or_else(String::new, |m| {
+        format!("\nthe current model, {m}, works without it.")
+    });
+    format!(
+        "no models are enabled: /model lists only the models named in providers.catalog.enabled.\n\
+         add them in {global} (every folder) or .magi/settings.json (this folder), e.g.\n  \
+         {{\"providers\": {{\"catalog\": {{\"enabled\": [\"scripted/echo\"]}}}}}}\n\
+         scripted/echo runs offline with no key (it answers with the prompt); the other providers\n\
+         need a key or a sign-in first (`magi-code doctor` checks them).\n\
+         then restart the chat (settings are read when it starts).{now}"
+    )
 }

@@ -43,14 +43,25 @@ pub struct Live {
     pub tools: Vec<Tool>,
     /// The last running card: the approval dialog shows it.
     pub running_card: Option<String>,
-    /// The person denied the last approval: the next failed tool was denied.
-    pub denied: bool,
+    /// How the last approval request ended unallowed: the next failed tool did not run.
+    pub ended: Option<Ended>,
+    /// Calls that never ran (denied or expired): their final card has nothing to show.
+    unrun: HashSet<String>,
     /// The open Code Mode cell (`exec` activity), whose nested calls are indented.
     exec: Option<String>,
     /// Every `exec` of the turn (their generic card repeats the final line) and the nested
     /// calls (their cards are indented too).
     execs: HashSet<String>,
     nested: HashSet<String>,
+}
+
+/// How an approval request ended without an allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The person answered no.
+    Denied,
+    /// Nobody answered before the request expired.
+    Expired,
 }
 
 /// How dimmed text looks (reasoning, notes, tool lines).
@@ -91,7 +102,8 @@ impl Live {
             partial: String::new(),
             tools: Vec::new(),
             running_card: None,
-            denied: false,
+            ended: None,
+            unrun: HashSet::new(),
             exec: None,
             execs: HashSet::new(),
             nested: HashSet::new(),
@@ -155,7 +167,9 @@ impl Live {
             }
             _ => match e {
                 Event::Activity(a) => self.activity(a, out),
-                Event::ToolCard(c) if self.execs.contains(&c.activity_id) => {}
+                Event::ToolCard(c)
+                    if self.execs.contains(&c.activity_id)
+                        || self.unrun.contains(&c.activity_id) => {}
                 Event::ToolCard(c) => {
                     let card = serde_json::to_value(&c.card).unwrap_or_default();
                     let indent = if self.nested.contains(&c.activity_id) {
@@ -217,10 +231,18 @@ impl Live {
         self.running_card = None;
         let line = match a.state {
             ActivityState::Completed => tool_line("✓", Color::Green, &label),
-            _ if std::mem::take(&mut self.denied) => {
-                tool_line("⊘", Color::Yellow, &format!("{label} (denied)"))
-            }
-            _ => tool_line("✗", Color::Red, &label),
+            _ => match self.ended.take() {
+                Some(how) => {
+                    self.unrun.insert(a.activity_id.clone());
+                    let word = match how {
+                        Ended::Denied => "denied",
+                        Ended::Expired => "expired: not answered in time",
+                    };
+                    let label = label.split(": denied by the user").next().unwrap_or(&label);
+                    tool_line("⊘", Color::Yellow, &format!("{label} ({word})"))
+                }
+                None => tool_line("✗", Color::Red, &label),
+            },
         };
         out.push(line);
     }

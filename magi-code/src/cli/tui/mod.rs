@@ -113,6 +113,7 @@ pub fn run(client: Client, session: Option<&str>, server_err: Option<PipeReader>
     }
     let mut app = ChatApp::default();
     if let Err(code) = cmds.attach(&mut app, session) {
+        // `code` is already in words (`commands::why`).
         eprintln!("magi-code chat: could not attach a session: {code}");
         return finish(cmds, 1);
     }
@@ -319,6 +320,11 @@ impl<'a> Loop<'a> {
             if let Err(code) = self.server() {
                 return code;
             }
+            if let Some(prompt) = self.app.next_queued() {
+                if let Err(code) = self.act(Action::Send(prompt)) {
+                    return code;
+                }
+            }
             if let Some(errs) = &self.cmds.errs {
                 let lines: Vec<Line<'static>> = errs
                     .try_iter()
@@ -376,7 +382,10 @@ impl<'a> Loop<'a> {
                     Ok(())
                 }
                 Err(ClientError::Rejected(e)) => {
-                    self.app.error(&format!("[turn refused: {}]", e.code));
+                    self.app.error(&format!(
+                        "[turn refused: {}]",
+                        crate::cli::words::said(&e.code)
+                    ));
                     Ok(())
                 }
                 Err(e) => Err(e),

@@ -70,7 +70,7 @@ impl ChatApp {
         let pos = Position::new(x, r.y + row as u16);
         let reverse = Style::new().add_modifier(Modifier::REVERSED);
         frame.render_widget(
-            Paragraph::new(self.status_line(now)).style(reverse),
+            Paragraph::new(self.status_line(now, area.width)).style(reverse),
             take(1),
         );
         frame.set_cursor_position(cursor.unwrap_or(pos));
@@ -129,32 +129,101 @@ impl ChatApp {
             .map(|t| tool_line(glyph, Color::Cyan, &t.label))
             .collect();
         lines.extend(live.partial());
+        for q in &self.queued {
+            let first = q.lines().next().unwrap_or_default();
+            let more = if q.lines().nth(1).is_some() {
+                " …"
+            } else {
+                ""
+            };
+            lines.push(Line::from(vec![
+                Span::styled("queued › ", Style::new().fg(Color::Cyan)),
+                Span::styled(format!("{first}{more}"), dim()),
+                Span::styled("  (sent when the turn ends)", dim()),
+            ]));
+        }
         lines
     }
 
-    /// Model, effort, title, the turn's elapsed time and how to stop it.
-    fn status_line(&self, now: Instant) -> Line<'static> {
+    /// Model, effort, title, the turn's elapsed time and how to stop it, fitted into
+    /// `width` columns: the title is shortened first, then the hint, the effort and the
+    /// title go, in that order; the model and a running turn's time stay.
+    fn status_line(&self, now: Instant, width: u16) -> Line<'static> {
         let info = &self.info;
-        let mut parts = vec![
-            info.model.clone().unwrap_or_else(|| "no model".to_owned()),
-            format!("effort {}", info.effort.as_deref().unwrap_or("default")),
-            info.title.clone().unwrap_or_else(|| "untitled".to_owned()),
-        ];
-        match &self.live {
+        let model = info.model.clone().unwrap_or_else(|| "no model".to_owned());
+        let effort = format!("effort {}", info.effort.as_deref().unwrap_or("default"));
+        let title = info.title.clone().unwrap_or_else(|| "untitled".to_owned());
+        let (time, hint) = match &self.live {
             Some(live) => {
                 let took = now.saturating_duration_since(live.began);
-                parts.push(format!("{} {}", spinner(took), elapsed(took)));
                 let stop = if live.cancelling {
                     "stopping…"
                 } else {
                     "Ctrl-C to stop"
                 };
-                parts.push(stop.to_owned());
+                (
+                    Some(format!("{} {}", spinner(took), elapsed(took))),
+                    stop.to_owned(),
+                )
             }
-            None => parts.push("/help for commands".to_owned()),
-        }
-        Line::raw(format!(" {}", parts.join(" · ")))
+            None => (None, "/help for commands".to_owned()),
+        };
+        Line::raw(fit_status(
+            &model,
+            &effort,
+            &title,
+            time.as_deref(),
+            &hint,
+            usize::from(width),
+        ))
     }
+}
+
+/// The status line's text in at most `width` columns (see [`ChatApp::status_line`]).
+pub fn fit_status(
+    model: &str,
+    effort: &str,
+    title: &str,
+    time: Option<&str>,
+    hint: &str,
+    width: usize,
+) -> String {
+    let cols = |s: &str| Span::raw(s.to_owned()).width();
+    let join = |title: Option<&str>, effort_on: bool, hint_on: bool| {
+        let mut parts = vec![model];
+        if effort_on {
+            parts.push(effort);
+        }
+        parts.extend(title);
+        parts.extend(time);
+        if hint_on {
+            parts.push(hint);
+        }
+        format!(" {}", parts.join(" · "))
+    };
+    let whole = join(Some(title), true, true);
+    if cols(&whole) <= width {
+        return whole;
+    }
+    // The title shortened to what is left, with an ellipsis, if a few characters fit.
+    let room = width.saturating_sub(cols(&join(Some(""), true, true)));
+    if room >= 8 {
+        let mut short = String::new();
+        for c in title.chars() {
+            if cols(&short) + cols(&c.to_string()) + 1 > room {
+                break;
+            }
+            short.push(c);
+        }
+        short.push('…');
+        return join(Some(&short), true, true);
+    }
+    for s in [join(None, true, true), join(None, true, false)] {
+        if cols(&s) <= width {
+            return s;
+        }
+    }
+    join(None, false, false).chars().take(width).collect()
 }
 
 /// Splits `line` into rows of at most `width` columns (the scrollback needs exact heights,

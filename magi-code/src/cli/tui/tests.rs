@@ -251,8 +251,9 @@ fn the_approval_dialog_counts_down_and_ignores_earlier_keys() {
     assert_eq!(
         app.on_key(key(KeyCode::Enter), early),
         None,
-        "an early Enter answers nothing"
+        "an early Enter answers nothing: it queues the editor's text"
     );
+    assert_eq!(app.queued, ["y"]);
     let boxed = |s: &str| format!("│{s:<70}│");
     let top = format!("┌ approval {}┐", "─".repeat(60));
     let bottom = format!("└{}┘", "─".repeat(70));
@@ -260,21 +261,21 @@ fn the_approval_dialog_counts_down_and_ignores_earlier_keys() {
         rows(&draw(&app)),
         [
             "⠋ shell cargo test".to_owned(),
+            "queued › y  (sent when the turn ends)".to_owned(),
             top.clone(),
             boxed("Allow shell cargo test?"),
             boxed("  $ cargo test"),
             boxed("y/yes or n/no, then Enter · expires in 60s"),
             boxed("answer›"),
             bottom.clone(),
-            "a turn is running: Enter sends once it ends".to_owned(),
-            "› y".to_owned(),
+            "›".to_owned(),
             " script · effort high · Fix the tests · ⠋ 1.0s · Ctrl-C to stop".to_owned(),
         ]
     );
     app.on_tick(shown + Duration::from_millis(17_500));
     let screen = rows(&draw(&app));
     assert_eq!(
-        screen[4],
+        screen[5],
         boxed("y/yes or n/no, then Enter · expires in 43s")
     );
     let later = shown + Duration::from_secs(18);
@@ -289,7 +290,70 @@ fn the_approval_dialog_counts_down_and_ignores_earlier_keys() {
         allow: true,
     };
     assert_eq!(answer, Some(allow));
-    assert_eq!(app.editor.text(), "y", "the early key stays in the editor");
+    assert_eq!(app.queued, ["y"], "the early key stays a prompt");
+    assert_eq!(app.next_queued(), None, "sent only once the turn ends");
+    let finished = json!({"outcome": "completed", "persistence": "durable"});
+    app.on_event(&event("run.finished", finished), later);
+    assert_eq!(app.next_queued(), Some("y".to_owned()));
+    assert!(app.queued.is_empty());
+}
+
+#[test]
+fn a_cancelled_turn_puts_its_queued_prompts_back_in_the_editor() {
+    let t0 = Instant::now();
+    let mut app = running(t0);
+    assert_eq!(typed(&mut app, "next one", t0), None);
+    assert_eq!(typed(&mut app, "and this", t0), None);
+    assert_eq!(app.queued, ["next one", "and this"]);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    app.on_key(ctrl_c, t0);
+    let finished = json!({"outcome": "cancelled", "persistence": "durable"});
+    app.on_event(&event("run.finished", finished), t0);
+    assert_eq!(app.next_queued(), None);
+    assert_eq!(app.editor.text(), "next one\nand this");
+    assert_eq!(
+        app.note.as_deref(),
+        Some("the turn stopped: the queued prompt is back in the editor")
+    );
+}
+
+#[test]
+fn the_status_line_fits_the_terminal() {
+    use super::render::fit_status;
+    let title = "Make the parser accept trailing commas everywhere";
+    let fit = |w| {
+        fit_status(
+            "claude-sonnet-4-5",
+            "effort high",
+            title,
+            Some("⠋ 12.3s"),
+            "Ctrl-C to stop",
+            w,
+        )
+    };
+    let whole = fit(200);
+    assert_eq!(
+        whole,
+        format!(" claude-sonnet-4-5 · effort high · {title} · ⠋ 12.3s · Ctrl-C to stop")
+    );
+    for w in [100, 80, 60, 40, 30, 20, 10] {
+        let s = fit(w);
+        assert!(
+            ratatui::text::Span::raw(s.clone()).width() <= w,
+            "{w}: {s:?}"
+        );
+        assert!(s.starts_with(" claude-sonnet-4-5") || w < 19, "{w}: {s:?}");
+    }
+    assert_eq!(
+        fit(80),
+        " claude-sonnet-4-5 · effort high · Make the parser a… · ⠋ 12.3s · Ctrl-C to stop"
+    );
+    assert_eq!(
+        fit(60),
+        " claude-sonnet-4-5 · effort high · ⠋ 12.3s · Ctrl-C to stop"
+    );
+    assert_eq!(fit(45), " claude-sonnet-4-5 · effort high · ⠋ 12.3s");
+    assert_eq!(fit(30), " claude-sonnet-4-5 · ⠋ 12.3s");
 }
 
 #[test]
@@ -303,7 +367,39 @@ fn an_unanswered_approval_expires() {
     assert!(app.dialog.is_none());
     assert_eq!(
         text(&app.take_lines()),
-        ["  the approval request expired (the backend decides what happens)"]
+        ["  expired: shell ls was not answered in time"]
+    );
+    // The call's end says expired, not denied, and its card (nothing changed) is not shown.
+    let failed = json!({"activity_id": "a1", "kind": "tool", "state": "failed", "name": "shell",
+        "summary": "shell ls: denied by the user (the approval expired)"});
+    app.on_event(&event("activity", failed), t0 + Duration::from_secs(5));
+    app.on_event(&card("failed", None), t0 + Duration::from_secs(5));
+    assert_eq!(
+        text(&app.take_lines()),
+        ["⊘ shell ls (expired: not answered in time)"]
+    );
+}
+
+#[test]
+fn the_backend_expiring_first_closes_the_dialog_as_expired() {
+    let t0 = Instant::now();
+    let mut app = running(t0);
+    app.take_lines();
+    let approval = json!({"approval_id": "p1", "summary": "shell ls", "expires_in_ms": 5_000});
+    app.on_event(&event("approval.requested", approval), t0);
+    let failed = json!({"activity_id": "a1", "kind": "tool", "state": "failed", "name": "shell",
+        "summary": "shell ls: denied by the user (the approval expired)"});
+    app.on_event(
+        &event("activity", failed),
+        t0 + Duration::from_millis(4_999),
+    );
+    assert!(app.dialog.is_none());
+    assert_eq!(
+        text(&app.take_lines()),
+        [
+            "  expired: shell ls was not answered in time",
+            "⊘ shell ls (expired: not answered in time)"
+        ]
     );
 }
 
