@@ -62,7 +62,7 @@ export type CancelResult = {
 };
 
 /** Capability name (closed set). */
-export type CapabilityName = "initialize" | "status" | "shutdown" | "session.create" | "session.open" | "session.list" | "session.discover" | "model.catalog" | "model.catalog.status" | "model.refresh" | "operation.cancel" | "selection.set" | "history.page" | "turn.start" | "turn.cancel" | "approval.answer" | "tool.cards" | "client.tools";
+export type CapabilityName = "initialize" | "status" | "shutdown" | "session.create" | "session.open" | "session.list" | "session.discover" | "model.catalog" | "model.catalog.status" | "model.refresh" | "operation.cancel" | "selection.set" | "history.page" | "turn.start" | "turn.cancel" | "approval.answer" | "tool.cards" | "client.tools" | "tool.details";
 
 /** A display card; the serialized card is at most 4,096 bytes (`card_bytes`). */
 export type Card =
@@ -365,6 +365,24 @@ export type EventFrame =
     seq: number;
     type: "event";
     version: 1;
+  }
+  | {
+    data: ToolOutputData;
+    event: "tool.output";
+    instance_id: Uuid;
+    protocol: "magi-code.local-agent";
+    seq: number;
+    type: "event";
+    version: 1;
+  }
+  | {
+    data: ToolDiffData;
+    event: "tool.diff";
+    instance_id: Uuid;
+    protocol: "magi-code.local-agent";
+    seq: number;
+    type: "event";
+    version: 1;
   };
 
 /** Each event's data by event name (documentation map, validates nothing on the wire). */
@@ -379,6 +397,8 @@ export type Events = {
   "message.reconcile": MessageReconcileData;
   "run.finished": RunFinishedData;
   "tool.card": ToolCardData;
+  "tool.diff": ToolDiffData;
+  "tool.output": ToolOutputData;
 };
 
 /** The `extensions` member of the `initialize` result. */
@@ -387,6 +407,8 @@ export type Extensions = {
   "client.tools"?: ClientToolsDescriptor | null;
   /** The `tool.cards` descriptor. */
   "tool.cards"?: ToolCardsDescriptor | null;
+  /** The `tool.details` descriptor. */
+  "tool.details"?: ToolDetailsDescriptor | null;
 };
 
 /** A `history.page` entry; `card` is present exactly on `tool_card` entries. */
@@ -1084,6 +1106,52 @@ export type ToolCardsDescriptor = {
   card_bytes: 4096;
   kinds: ["command","file_read","file_edit","search","mcp","client","subagent","generic"];
   version: 1;
+};
+
+/** `{"version": 1, "tail_lines": 8, "tail_bytes": 2048, "diff_bytes": 16384}`. */
+export type ToolDetailsDescriptor = {
+  diff_bytes: 16384;
+  tail_bytes: 2048;
+  tail_lines: 8;
+  version: 1;
+};
+
+/** `tool.diff` (negotiated `tool.details`): the change a file tool proposes, right before
+ * its `approval.requested`; live only, never stored. */
+export type ToolDiffData = {
+  /** The tool's activity. */
+  activity_id: string;
+  /** Lines the change adds, in all files. */
+  added: number;
+  /** The approval request it belongs to. */
+  approval_id: Uuid;
+  /** A unified diff (at most 16,384 bytes), sanitized and redacted. */
+  diff: string;
+  /** Lines the change removes, in all files. */
+  removed: number;
+  /** The run. */
+  run_id: Uuid;
+  /** The session. */
+  session_id: SessionId;
+  /** The diff was cut to its bound (the counts stay whole). */
+  truncated: boolean;
+};
+
+/** `tool.output` (negotiated `tool.details`): the end of what a tool gave the model, after
+ * its final `activity` (and `tool.card`); live only, never stored. */
+export type ToolOutputData = {
+  /** The tool's activity. */
+  activity_id: string;
+  /** Bytes of the whole output. */
+  bytes: number;
+  /** Lines of the whole output. */
+  lines: number;
+  /** The run. */
+  run_id: Uuid;
+  /** The session. */
+  session_id: SessionId;
+  /** The output's last lines (at most 8 lines and 2,048 bytes), sanitized and redacted. */
+  tail: string;
 };
 
 /** `turn.cancel` params. */

@@ -23,6 +23,8 @@ pub struct Runtime {
     /// Whether the client negotiated `tool.cards`: live `tool.card` events and projected
     /// `tool_card` entries (cards are stored either way).
     pub tool_cards: bool,
+    /// `tool.output` and `tool.diff` events (`tool.details` negotiated).
+    pub tool_details: bool,
     /// Every admitted profile by name (project over global), read at `initialize`.
     pub profiles: Vec<Profile>,
     /// The admitted skills in name order (at most 64), read at `initialize`.
@@ -52,6 +54,7 @@ impl Runtime {
             instructions: String::new(),
             client_tools: Vec::new(),
             tool_cards: false,
+            tool_details: false,
             profiles: Vec::new(),
             skills: Vec::new(),
         }

@@ -17,7 +17,10 @@ pub fn serve() -> i32 {
     let env = LaunchEnv::from_process();
     let instance_id = uuid::Uuid::new_v4().hyphenated().to_string();
     let mut config = Config::default();
-    config.supported = config.supported.with(Capability::ClientTools);
+    config.supported = config
+        .supported
+        .with(Capability::ClientTools)
+        .with(Capability::ToolDetails);
     let engine = Engine::new(config, &instance_id, Time(0));
     let mut workers = Workers::new(env);
     let recorder = std::env::var_os(TRACE_ENV).and_then(|path| {

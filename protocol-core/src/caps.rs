@@ -60,6 +60,8 @@ caps! {
     ToolCards => "tool.cards",
     /// Extension: client-provided tools.
     ClientTools => "client.tools",
+    /// Extension: tool output tails and proposed file changes, for people (`docs/`).
+    ToolDetails => "tool.details",
 }
 
 /// Every `tool.cards` card kind, in the order `extensions.md` lists them.
@@ -92,13 +94,17 @@ impl Capability {
                 | Self::OperationCancel
                 | Self::ToolCards
                 | Self::ClientTools
+                | Self::ToolDetails
         )
     }
 
     /// Whether this is an extension that is advertised only once negotiated.
     #[must_use]
     pub const fn is_extension(self) -> bool {
-        matches!(self, Self::ToolCards | Self::ClientTools)
+        matches!(
+            self,
+            Self::ToolCards | Self::ClientTools | Self::ToolDetails
+        )
     }
 
     const fn bit(self) -> u32 {

@@ -72,6 +72,12 @@ pub const RUN_ACTIVITIES: usize = 4_096;
 pub const ACTIVITY_ID_BYTES: usize = 1_024;
 /// UTF-8 bytes of an activity, approval or diagnostic summary, after redaction.
 pub const SUMMARY_BYTES: usize = 1_024;
+/// `tool.details`: most lines of a `tool.output` tail.
+pub const TOOL_TAIL_LINES: usize = 8;
+/// `tool.details`: most bytes of a `tool.output` tail.
+pub const TOOL_TAIL_BYTES: usize = 2048;
+/// `tool.details`: most bytes of a `tool.diff` diff.
+pub const TOOL_DIFF_BYTES: usize = 16_384;
 /// `tool.cards`: largest serialized card (not a `limits` key; the extension descriptor says it).
 pub const CARD_BYTES: usize = 4_096;
 /// `tool.cards`: longest card `title`.

@@ -341,7 +341,7 @@ pub fn parse_params(method: Method, params: &Value, nested_duplicates: bool) -> 
         C::HistoryPage | C::TurnStart | C::TurnCancel | C::ApprovalAnswer => {
             session_request(cap, params)
         }
-        C::ToolCards | C::ClientTools => Err(ErrorCode::UnsupportedMethod),
+        C::ToolCards | C::ClientTools | C::ToolDetails => Err(ErrorCode::UnsupportedMethod),
     }
 }
 

@@ -180,6 +180,12 @@ impl Driver<'_, '_, '_> {
             Output::Step(req) => self.stream(run, &req, false),
             Output::Summarize(req) => self.stream(run, &req, true),
             Output::OpenApproval(id) => self.out.ctx.approvals.open(&self.out.run_id, &id),
+            Output::Preview { name, input, event } => {
+                let cwd = &self.out.ctx.rt.cwd;
+                if let Some(e) = tools::builtin::diff_event(&name, &input, cwd, event) {
+                    self.event(run, Event::ToolDiff(e));
+                }
+            }
             Output::OpenClientCall(id) => self.out.ctx.client_calls.open(&self.out.run_id, &id),
             Output::Hook {
                 command,

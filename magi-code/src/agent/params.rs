@@ -74,6 +74,7 @@ pub fn config(out: &RunOutput<'_>, prompt: &str, history: Snapshot, p: &LoopPara
         },
         hooks: s.hooks.clone(),
         tool_cards: rt.tool_cards,
+        tool_details: rt.tool_details,
         cwd: rt.cwd.clone(),
         left_out,
         code: code_config(out),

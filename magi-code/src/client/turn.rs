@@ -119,6 +119,8 @@ pub fn run_of(e: &Event) -> &str {
         Event::ToolCard(d) => &d.run_id,
         Event::ClientToolCall(d) => &d.run_id,
         Event::ClientToolCancel(d) => &d.run_id,
+        Event::ToolOutput(d) => &d.run_id,
+        Event::ToolDiff(d) => &d.run_id,
     }
 }
 

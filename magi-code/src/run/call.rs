@@ -7,10 +7,10 @@ use crate::history::{ActivityKind, ActivityState, Body};
 use crate::tools::outcome::bound_output;
 use crate::tools::{Card, CardStatus, ToolClass, ToolKind, ToolOutcome};
 use crate::util::redact::{redact_loaded, safe_name, sanitize_text};
-use crate::util::text::bounded;
-use crate::wire::events::ToolCardData;
+use crate::util::text::{bounded, tail};
+use crate::wire::events::{ToolCardData, ToolOutputData};
 use crate::wire::{self, Event};
-use protocol_core::limits::SUMMARY_BYTES;
+use protocol_core::limits::{SUMMARY_BYTES, TOOL_TAIL_BYTES, TOOL_TAIL_LINES};
 use serde_json::Value;
 
 use super::shared::Shared;
@@ -206,6 +206,7 @@ pub fn complete(sh: &mut Shared, mut p: Prepared, outcome: Option<ToolOutcome>) 
         _ => CardStatus::Failed,
     };
     let shown_card = p.card.render(status, ran);
+    let ran = ran.is_some();
     let (state, summary, run) = match (p.refused.take(), outcome) {
         (None, Some(o)) => {
             let state = if o.ok {
@@ -256,8 +257,31 @@ pub fn complete(sh: &mut Shared, mut p: Prepared, outcome: Option<ToolOutcome>) 
     card(sh, &p.activity_id, shown_card);
     // The one way every output reaches a record, the model or a cell: no loaded key or
     // token value passes (`backend.md` "Tools and approvals").
-    ToolRun {
+    let run = ToolRun {
         output: redact_loaded(run.output),
         ..run
+    };
+    if ran && p.kind != Some(ToolKind::Code) {
+        output_tail(sh, &p.activity_id, &run.output);
     }
+    run
+}
+
+/// With `tool.details`, the `tool.output` event of a call that ran: the end of what the
+/// model got (an `exec` cell's nested calls have their own).
+fn output_tail(sh: &mut Shared, id: &str, output: &str) {
+    if !sh.cfg.tool_details || output.trim().is_empty() {
+        return;
+    }
+    let clean = sanitize_text(output);
+    let tail = tail(&clean, TOOL_TAIL_LINES, TOOL_TAIL_BYTES).to_owned();
+    let (session_id, run_id) = sh.voice.ids();
+    sh.voice.critical(Event::ToolOutput(ToolOutputData {
+        session_id,
+        run_id,
+        activity_id: id.to_owned(),
+        tail,
+        lines: output.lines().count() as u64,
+        bytes: output.len() as u64,
+    }));
 }

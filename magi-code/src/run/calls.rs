@@ -19,7 +19,7 @@ use crate::config::Policy;
 use crate::history::{Body, Item};
 use crate::mcp::Lost;
 use crate::tools::{ToolClass, ToolDetails, ToolKind, ToolOutcome};
-use crate::wire::events::ApprovalRequestedData;
+use crate::wire::events::{ApprovalRequestedData, ToolDiffData};
 use crate::wire::{DiagnosticCode, Event};
 use protocol_core::limits::{APPROVAL_EXPIRY_MS, RUN_ACTIVITIES};
 use protocol_core::ErrorCode;
@@ -218,6 +218,23 @@ fn ask(sh: &mut Shared, mut c: Box<Calls>, p: Prepared) -> Step {
     let id = sh.voice.fresh().hyphenated().to_string();
     sh.voice.queue.push_back(Output::OpenApproval(id.clone()));
     let (session_id, run_id) = sh.voice.ids();
+    if sh.cfg.tool_details && sh.cfg.tools.class(&p.name) == Some(ToolClass::Write) {
+        let event = ToolDiffData {
+            session_id: session_id.clone(),
+            run_id: run_id.clone(),
+            activity_id: p.activity_id.clone(),
+            approval_id: id.clone(),
+            diff: String::new(),
+            added: 0,
+            removed: 0,
+            truncated: false,
+        };
+        sh.voice.queue.push_back(Output::Preview {
+            name: p.name.clone(),
+            input: p.input.clone(),
+            event,
+        });
+    }
     sh.voice
         .critical(Event::ApprovalRequested(ApprovalRequestedData {
             session_id,

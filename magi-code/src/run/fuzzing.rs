@@ -69,6 +69,7 @@ pub fn config(window: u64, hooks: Hooks) -> Config {
         },
         hooks,
         tool_cards: true,
+        tool_details: true,
         cwd: PathBuf::from("/w"),
         left_out: None,
         code: None,
@@ -210,6 +211,7 @@ impl Fuzz {
                 Output::Cell(_) => self.cell_open = true,
                 Output::Event(_)
                 | Output::Delta { .. }
+                | Output::Preview { .. }
                 | Output::Answer { .. }
                 | Output::Interrupt(_) => {}
             }

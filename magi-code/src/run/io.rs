@@ -11,7 +11,7 @@ use crate::history::{Item, Record};
 use crate::mcp::Lost;
 use crate::providers::{ModelEvent, StepFailure};
 use crate::tools::{ToolKind, ToolOutcome, ToolRegistry};
-use crate::wire::events::MessageDeltaData;
+use crate::wire::events::{MessageDeltaData, ToolDiffData};
 use crate::wire::Event;
 use protocol_core::ErrorCode;
 use serde_json::Value;
@@ -128,6 +128,8 @@ pub struct Config {
     pub hooks: Hooks,
     /// Whether the client negotiated `tool.cards`.
     pub tool_cards: bool,
+    /// Send `tool.output` after each tool and a `tool.diff` before a file tool's approval.
+    pub tool_details: bool,
     /// The session's cwd (cards show paths relative to it).
     pub cwd: PathBuf,
     /// A `mcp_tools_left_out` summary to report once the input is stored.
@@ -231,6 +233,16 @@ pub enum Output {
     /// Register approval `approval_id` so the client's answer can reach the run, before its
     /// `approval.requested` event goes out.
     OpenApproval(String),
+    /// Send `event` (`tool.details`) with the diff of what file tool `name` with `input`
+    /// would change, if it would change anything, before the approval's event goes out.
+    Preview {
+        /// The tool.
+        name: String,
+        /// Its input.
+        input: Value,
+        /// The event, its diff and counts still empty.
+        event: ToolDiffData,
+    },
     /// Register client tool call `call_id` before its `client.tool.call` event goes out.
     OpenClientCall(String),
     /// Run one hook command with `stdin` (bounded by the hook bound), then [`Input::HookEnded`].

@@ -139,6 +139,7 @@ pub fn run(
             instructions,
             client_tools: client_tools.to_vec(),
             tool_cards: capabilities.iter().any(|c| c == "tool.cards"),
+            tool_details: capabilities.iter().any(|c| c == "tool.details"),
             profiles,
             skills,
         },

@@ -19,6 +19,25 @@ pub fn bounded(s: &str, max: usize) -> String {
     cut(s, max).to_owned()
 }
 
+/// The last `lines` lines of `s` (trailing white space dropped) within `max` bytes: when
+/// they are longer, their end from a char boundary.
+#[must_use]
+pub fn tail(s: &str, lines: usize, max: usize) -> &str {
+    let s = s.trim_end();
+    if lines == 0 {
+        return "";
+    }
+    let start = s
+        .rmatch_indices('\n')
+        .nth(lines - 1)
+        .map_or(0, |(i, _)| i + 1);
+    let mut from = start.max(s.len().saturating_sub(max));
+    while !s.is_char_boundary(from) {
+        from += 1;
+    }
+    &s[from..]
+}
+
 /// Splits text into live chunks of at most `max` bytes at character boundaries, aiming for
 /// `pieces` chunks.
 #[must_use]
@@ -43,6 +62,21 @@ pub fn live_chunks(text: &str, pieces: usize, max: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tail_is_the_last_lines_within_the_bytes() {
+        assert_eq!(tail("a\nb\nc\n\n", 2, 100), "b\nc");
+        assert_eq!(tail("a\nb\nc", 3, 100), "a\nb\nc");
+        assert_eq!(tail("a\nb\nc", 8, 100), "a\nb\nc");
+        assert_eq!(tail("a\nb", 0, 100), "");
+        assert_eq!(
+            tail("héllo\nwörld", 2, 4),
+            "rld",
+            "cut after the ö, not in it"
+        );
+        assert_eq!(tail("héllo\nwörld", 2, 5), "örld");
+        assert_eq!(tail("", 8, 100), "");
+    }
 
     const LIVE: usize = protocol_core::limits::LIVE_CHUNK_BYTES;
 

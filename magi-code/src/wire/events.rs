@@ -264,3 +264,54 @@ pub struct ClientToolCancelData {
     #[schemars(with = "Uuid")]
     pub call_id: String,
 }
+
+/// `tool.output` (negotiated `tool.details`): the end of what a tool gave the model, after
+/// its final `activity` (and `tool.card`); live only, never stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOutputData {
+    /// The session.
+    #[schemars(with = "SessionId")]
+    pub session_id: String,
+    /// The run.
+    #[schemars(with = "Uuid")]
+    pub run_id: String,
+    /// The tool's activity.
+    #[schemars(length(min = 1, max = limits::ACTIVITY_ID_BYTES))]
+    pub activity_id: String,
+    /// The output's last lines (at most 8 lines and 2,048 bytes), sanitized and redacted.
+    #[schemars(length(max = limits::TOOL_TAIL_BYTES))]
+    pub tail: String,
+    /// Lines of the whole output.
+    pub lines: u64,
+    /// Bytes of the whole output.
+    pub bytes: u64,
+}
+
+/// `tool.diff` (negotiated `tool.details`): the change a file tool proposes, right before
+/// its `approval.requested`; live only, never stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDiffData {
+    /// The session.
+    #[schemars(with = "SessionId")]
+    pub session_id: String,
+    /// The run.
+    #[schemars(with = "Uuid")]
+    pub run_id: String,
+    /// The tool's activity.
+    #[schemars(length(min = 1, max = limits::ACTIVITY_ID_BYTES))]
+    pub activity_id: String,
+    /// The approval request it belongs to.
+    #[schemars(with = "Uuid")]
+    pub approval_id: String,
+    /// A unified diff (at most 16,384 bytes), sanitized and redacted.
+    #[schemars(length(max = limits::TOOL_DIFF_BYTES))]
+    pub diff: String,
+    /// Lines the change adds, in all files.
+    pub added: u64,
+    /// Lines the change removes, in all files.
+    pub removed: u64,
+    /// The diff was cut to its bound (the counts stay whole).
+    pub truncated: bool,
+}

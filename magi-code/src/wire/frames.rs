@@ -5,6 +5,7 @@ use super::common::{ErrorCodeName, Protocol, RequestId, TypeEvent, TypeResponse,
 use super::events::{
     ActivityData, ApprovalRequestedData, ClientToolCallData, ClientToolCancelData, DiagnosticData,
     InputPersistedData, MessageDeltaData, MessageReconcileData, RunFinishedData, ToolCardData,
+    ToolDiffData, ToolOutputData,
 };
 use super::requests::{
     ApprovalAnswerParams, ClientToolResultParams, EmptyParams, HistoryPageParams, InitializeParams,
@@ -129,6 +130,10 @@ events! {
     ClientToolCall => "client.tool.call", ClientToolCallData;
     /// `client.tool.cancel` (negotiated `client.tools`).
     ClientToolCancel => "client.tool.cancel", ClientToolCancelData;
+    /// `tool.output` (negotiated `tool.details`).
+    ToolOutput => "tool.output", ToolOutputData;
+    /// `tool.diff` (negotiated `tool.details`).
+    ToolDiff => "tool.diff", ToolDiffData;
 }
 
 /// A request frame: exactly `protocol`, `version`, `id`, `method`, `params`.

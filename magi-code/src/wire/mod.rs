@@ -9,6 +9,7 @@
 pub mod common;
 pub mod diagnostics;
 pub mod events;
+pub mod extensions;
 pub mod frames;
 pub mod requests;
 pub mod results;

@@ -3,7 +3,7 @@
 
 use super::common::{
     CacheOnly, CapabilityName, CatalogString, ContextId, ErrorCodeName, Name, Notice, OpaqueId,
-    ScopeSession, SessionId, StartupCode, Timestamp, True, Uuid, Version,
+    ScopeSession, SessionId, StartupCode, Timestamp, True, Uuid,
 };
 use super::tool_cards::Card;
 use protocol_core::limits;
@@ -11,6 +11,10 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+pub use super::extensions::{
+    ClientToolsDescriptor, Extensions, ToolCardsDescriptor, ToolDetailsDescriptor,
+};
 
 /// The `initialize` result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -66,68 +70,6 @@ impl JsonSchema for Limits {
             "properties": props
         })
     }
-}
-
-/// The `extensions` member of the `initialize` result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Extensions {
-    /// The `tool.cards` descriptor.
-    #[serde(
-        rename = "tool.cards",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tool_cards: Option<ToolCardsDescriptor>,
-    /// The `client.tools` descriptor.
-    #[serde(
-        rename = "client.tools",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub client_tools: Option<ClientToolsDescriptor>,
-}
-
-/// `{"version": 1, "kinds": [all eight], "card_bytes": 4096}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCardsDescriptor {
-    /// `1`.
-    pub version: u64,
-    /// The eight card kinds, in their order.
-    pub kinds: Vec<String>,
-    /// The largest serialized card.
-    pub card_bytes: u64,
-}
-
-impl JsonSchema for ToolCardsDescriptor {
-    fn schema_name() -> Cow<'static, str> {
-        "ToolCardsDescriptor".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "`{\"version\": 1, \"kinds\": [all eight], \"card_bytes\": 4096}`.",
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["version", "kinds", "card_bytes"],
-            "properties": {
-                "version": { "type": "integer", "const": 1 },
-                "kinds": { "type": "array", "const": protocol_core::caps::TOOL_CARD_KINDS },
-                "card_bytes": { "type": "integer", "const": limits::CARD_BYTES }
-            }
-        })
-    }
-}
-
-/// `{"version": 1, "tools": [names in registration order]}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ClientToolsDescriptor {
-    /// `1`.
-    #[schemars(with = "Version")]
-    pub version: u64,
-    /// The registered tool names.
-    #[schemars(length(max = limits::CLIENT_TOOLS), inner(length(min = 1, max = limits::CLIENT_TOOL_NAME_BYTES)))]
-    pub tools: Vec<String>,
 }
 
 /// The `status` result (also `initialize`'s `status`).

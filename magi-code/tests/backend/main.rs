@@ -29,6 +29,7 @@ fn runtime(home: &Path, cwd: &Path) -> Runtime {
         instructions: String::new(),
         client_tools: Vec::new(),
         tool_cards: false,
+        tool_details: false,
         profiles: Vec::new(),
         skills: Vec::new(),
     }

@@ -593,3 +593,79 @@ fn refusals_are_said_in_words_and_model_explains_the_catalog() {
     );
     assert_eq!(tty.exit(), 1);
 }
+
+#[test]
+fn a_tool_shows_its_output_tail_and_a_write_approval_shows_the_diff() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    use_script(
+        home.path(),
+        r#"{"turns":[
+            {"steps":[{"tool":{"name":"shell","input":{"command":"for i in $(seq 1 12); do echo row-$i; done"}}},
+                      {"tool":{"name":"shell","input":{"command":"echo on-stderr >&2; exit 3"}}},
+                      {"tool":{"name":"write_file","input":{"path":"notes.txt","content":"alpha\nBETA\ngamma\ndelta\n"}}},
+                      {"text":"both done\n"}]}]}"#,
+    );
+    // Shell calls run without asking; the write asks.
+    let path = home.path().join("settings.json");
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    settings["tools"] = serde_json::json!({"shell": "allow"});
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let mut screens = Vec::new();
+    let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
+    tty.wait_for("/help for commands");
+    // Room for all of it on one screen.
+    tty.resize(50, COLS);
+    tty.keys("go\r");
+    let s = tty.wait_for("Allow write_file");
+    // Each shell's line, its card, then the tail of what it printed (stdout and stderr).
+    let t = trimmed(&s);
+    assert!(t.contains("✓ shell"), "{s}");
+    assert!(
+        t.contains("… 12 lines, 75 bytes; the last 8:\n  │ row-5\n"),
+        "{s}"
+    );
+    assert!(t.contains("│ row-11\n  │ row-12\n"), "{s}");
+    assert!(!t.contains("│ row-4\n"), "only the tail: {s}");
+    assert!(t.contains("✗ shell"), "{s}");
+    assert!(t.contains("exit 3"), "{s}");
+    assert!(t.contains("│ on-stderr"), "{s}");
+    // The proposed change, coloured, above the dialog, and its counts in it.
+    assert!(
+        t.contains("--- a/notes.txt\n  +++ b/notes.txt\n  @@ -1,3 +1,4 @@\n   alpha\n  -beta\n  +BETA\n   gamma\n  +delta"),
+        "{s}"
+    );
+    assert!(
+        s.contains("edit notes.txt +2 -1 (the diff is above)"),
+        "{s}"
+    );
+    assert_eq!(
+        tty.cell("+BETA", vt100::Cell::fgcolor),
+        Some(vt100::Color::Idx(2)),
+        "added lines are green"
+    );
+    assert_eq!(
+        tty.cell("-beta", vt100::Cell::fgcolor),
+        Some(vt100::Color::Idx(1))
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("notes.txt")).unwrap(),
+        "alpha\nbeta\ngamma\n",
+        "nothing is written before the answer"
+    );
+    capture(
+        &mut screens,
+        "a shell tail and a write approval with its diff",
+        &s,
+    );
+    tty.keys("y\r");
+    let s = tty.wait_for("done in");
+    assert!(s.contains("notes.txt +2 -1"), "{s}");
+    assert!(s.contains("both done"), "{s}");
+    capture(&mut screens, "after the write", &s);
+    save("details", &screens);
+    tty.keys("\x04");
+    assert_eq!(tty.exit(), 0);
+}

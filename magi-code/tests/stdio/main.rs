@@ -56,6 +56,7 @@ mod startup;
 mod subagents;
 mod titles;
 mod tool_cards;
+mod tool_details;
 mod tool_input;
 mod tool_schema;
 mod tools;

@@ -8,7 +8,11 @@ use serde_json::{json, Map, Value};
 impl Engine {
     pub(super) fn capability_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&str> = Capability::BASE.iter().map(|c| c.as_str()).collect();
-        for c in [Capability::ToolCards, Capability::ClientTools] {
+        for c in [
+            Capability::ToolCards,
+            Capability::ClientTools,
+            Capability::ToolDetails,
+        ] {
             if self.negotiated.contains(c) {
                 names.push(c.as_str());
             }
@@ -35,6 +39,12 @@ impl Engine {
                 json!({ "version": 1, "kinds": TOOL_CARD_KINDS, "card_bytes": limits::CARD_BYTES }),
             ),
             Capability::ClientTools => Some(json!({ "version": 1, "tools": self.client_tools })),
+            Capability::ToolDetails => Some(json!({
+                "version": 1,
+                "tail_lines": limits::TOOL_TAIL_LINES,
+                "tail_bytes": limits::TOOL_TAIL_BYTES,
+                "diff_bytes": limits::TOOL_DIFF_BYTES
+            })),
             _ => None,
         }
     }

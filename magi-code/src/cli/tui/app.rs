@@ -353,7 +353,16 @@ impl ChatApp {
             return;
         }
         if let Event::ApprovalRequested(a) = e {
-            let card = live.running_card.take();
+            let mut card = live.running_card.take();
+            // The counts of the change it proposes, when `tool.diff` showed it.
+            if let Some((_, added, removed)) = live
+                .proposed
+                .take()
+                .filter(|(id, _, _)| *id == a.approval_id)
+            {
+                let shown = card.unwrap_or_else(|| "the change".to_owned());
+                card = Some(format!("{shown} +{added} -{removed} (the diff is above)"));
+            }
             let ids = (a.run_id.clone(), a.approval_id.clone());
             let summary = printable(&a.summary);
             let expires = Duration::from_millis(a.expires_in_ms);

@@ -6,7 +6,7 @@ use super::markdown::Markdown;
 use crate::cli::chat_view::{card_line, printable};
 use crate::client::turn::run_of;
 use crate::client::{Turn, TurnError, Update};
-use crate::wire::events::{ActivityData, ActivityKind, ActivityState};
+use crate::wire::events::{ActivityData, ActivityKind, ActivityState, ToolOutputData};
 use crate::wire::Event;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -47,6 +47,8 @@ pub struct Live {
     pub ended: Option<Ended>,
     /// Calls that never ran (denied or expired): their final card has nothing to show.
     unrun: HashSet<String>,
+    /// The last proposed change: its approval and line counts, for the dialog.
+    pub proposed: Option<(String, u64, u64)>,
     /// The open Code Mode cell (`exec` activity), whose nested calls are indented.
     exec: Option<String>,
     /// Every `exec` of the turn (their generic card repeats the final line) and the nested
@@ -104,6 +106,7 @@ impl Live {
             running_card: None,
             ended: None,
             unrun: HashSet::new(),
+            proposed: None,
             exec: None,
             execs: HashSet::new(),
             nested: HashSet::new(),
@@ -184,6 +187,18 @@ impl Live {
                         None => self.running_card = card_preview(&card),
                     }
                 }
+                Event::ToolOutput(o) if !self.execs.contains(&o.activity_id) => {
+                    let indent = if self.nested.contains(&o.activity_id) {
+                        "    "
+                    } else {
+                        "  "
+                    };
+                    out.extend(tail_lines(o, indent));
+                }
+                Event::ToolDiff(d) => {
+                    out.extend(diff_lines(&d.diff));
+                    self.proposed = Some((d.approval_id.clone(), d.added, d.removed));
+                }
                 Event::Diagnostic(d) => {
                     self.flush(out);
                     let line = format!("[{}: {}]", d.code, d.summary);
@@ -246,4 +261,62 @@ impl Live {
         };
         out.push(line);
     }
+}
+
+/// Most lines of a proposed diff shown in the scrollback.
+const DIFF_LINES: usize = 40;
+
+/// A tool's output tail under its line: how much there was when the tail is not all of it,
+/// then the tail's lines, dimmed.
+fn tail_lines(o: &ToolOutputData, indent: &str) -> Vec<Line<'static>> {
+    let tail = printable(&o.tail);
+    let shown = tail.lines().count() as u64;
+    let mut lines = Vec::new();
+    if shown < o.lines {
+        lines.push(Line::styled(
+            format!(
+                "{indent}… {} lines, {} bytes; the last {shown}:",
+                o.lines, o.bytes
+            ),
+            dim(),
+        ));
+    }
+    for l in tail.lines() {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{indent}│ "), dim()),
+            Span::styled(l.to_owned(), dim()),
+        ]));
+    }
+    lines
+}
+
+/// A proposed diff for the scrollback, coloured by line, at most 40 lines.
+pub fn diff_lines(diff: &str) -> Vec<Line<'static>> {
+    let diff = printable(diff);
+    let total = diff.lines().count();
+    let mut lines: Vec<Line<'static>> = diff
+        .lines()
+        .take(DIFF_LINES)
+        .map(|l| {
+            let style = if l.starts_with("+++") || l.starts_with("---") {
+                Style::new().add_modifier(Modifier::BOLD)
+            } else if l.starts_with('+') {
+                Style::new().fg(Color::Green)
+            } else if l.starts_with('-') {
+                Style::new().fg(Color::Red)
+            } else if l.starts_with("@@") {
+                Style::new().fg(Color::Cyan)
+            } else {
+                dim()
+            };
+            Line::styled(format!("  {l}"), style)
+        })
+        .collect();
+    if total > DIFF_LINES {
+        lines.push(Line::styled(
+            format!("  … {} more lines of the diff", total - DIFF_LINES),
+            dim(),
+        ));
+    }
+    lines
 }

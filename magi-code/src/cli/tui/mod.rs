@@ -52,7 +52,7 @@ const TITLE_WAIT: Duration = Duration::from_millis(1500);
 /// How long the server gets to answer `shutdown` and exit before it is killed.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// The capabilities the terminal chat uses.
-const CAPS: [&str; 12] = [
+const CAPS: [&str; 13] = [
     "session.create",
     "session.open",
     "session.list",
@@ -64,6 +64,7 @@ const CAPS: [&str; 12] = [
     "approval.answer",
     "shutdown",
     "tool.cards",
+    "tool.details",
     "status",
 ];
 

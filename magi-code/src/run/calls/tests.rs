@@ -33,6 +33,7 @@ fn config() -> Config {
         },
         hooks: Hooks::default(),
         tool_cards: true,
+        tool_details: false,
         cwd: "/w".into(),
         left_out: None,
         code: None,

@@ -277,6 +277,7 @@ impl Harness {
                 Output::Event(_)
                 | Output::Delta { .. }
                 | Output::OpenApproval(_)
+                | Output::Preview { .. }
                 | Output::OpenClientCall(_)
                 | Output::Idle(_)
                 | Output::Finished(_) => {}

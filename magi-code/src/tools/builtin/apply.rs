@@ -14,15 +14,19 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// One file's planned change, checked and computed, not yet written.
-struct Planned {
+pub(crate) struct Planned {
     /// `A`, `M` or `D`.
     letter: char,
     /// The path as the patch names it (the new one for a move).
-    shown: String,
+    pub(crate) shown: String,
+    /// The path it had (a move's old one).
+    pub(crate) was: String,
+    /// The content before (empty for an added file).
+    pub(crate) before: Vec<u8>,
     /// Where it is written (or removed).
     target: PathBuf,
     /// The new content (`None`: removed).
-    content: Option<Vec<u8>>,
+    pub(crate) content: Option<Vec<u8>>,
     /// The mode kept from the old file.
     mode: Option<u32>,
     /// A moved file's old place, removed once the new one is written.
@@ -80,7 +84,7 @@ pub(crate) fn apply_patch(i: ApplyPatchIn, cwd: &Path) -> ToolOutcome {
 
 /// Checks `op` against the files and computes its result; `Err` is a summary and the detail
 /// naming the file (and the lines not found).
-fn planned(op: &Op, cwd: &Path) -> Result<Planned, (&'static str, String)> {
+pub(crate) fn planned(op: &Op, cwd: &Path) -> Result<Planned, (&'static str, String)> {
     let path = op.path();
     let at = cwd.join(path);
     let failed = |why: &str| ("patch does not apply", format!("{path}: {why}"));
@@ -95,6 +99,8 @@ fn planned(op: &Op, cwd: &Path) -> Result<Planned, (&'static str, String)> {
             Ok(Planned {
                 letter: 'A',
                 shown: path.to_owned(),
+                was: path.to_owned(),
+                before: Vec::new(),
                 target: at,
                 content: Some(content.into_bytes()),
                 mode: None,
@@ -109,6 +115,8 @@ fn planned(op: &Op, cwd: &Path) -> Result<Planned, (&'static str, String)> {
             Ok(Planned {
                 letter: 'D',
                 shown: path.to_owned(),
+                was: path.to_owned(),
+                before,
                 target: real,
                 content: None,
                 mode: None,
@@ -133,6 +141,8 @@ fn planned(op: &Op, cwd: &Path) -> Result<Planned, (&'static str, String)> {
             Ok(Planned {
                 letter: 'M',
                 shown,
+                was: path.to_owned(),
+                before,
                 target,
                 content: Some(after.into_bytes()),
                 mode: Some(mode),

@@ -9,12 +9,14 @@ mod glob;
 mod grep;
 mod input;
 mod patch;
+mod propose;
 mod read;
 mod schema;
 mod shell;
 mod walk;
 mod write;
 
+pub use propose::{diff_event, propose, Proposal};
 pub use schema::specs;
 
 use crate::tools::outcome::{one_line, ToolClass, ToolOutcome};
