@@ -32,7 +32,11 @@ enum Cmd {
     },
     /// Check what initialization reads (settings, keys, instructions, profiles, MCP
     /// approvals) and print each problem with its file and fix; exit 1 if any.
-    Doctor,
+    Doctor {
+        /// Print the findings as one JSON array of {severity, file, key, message, fix}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the protocol's JSON Schema (docs/schema/magi-code.local-agent.v1.json).
     Schema {
         /// Print the TypeScript declarations (docs/schema/protocol.d.ts) instead.
@@ -72,7 +76,7 @@ fn main() {
     let code = match cli.command {
         Cmd::Serve { .. } => 2,
         Cmd::Demo => magi_code::cli::demo(),
-        Cmd::Doctor => magi_code::cli::doctor(),
+        Cmd::Doctor { json } => magi_code::cli::doctor(json),
         Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
         Cmd::Schema { typescript } => magi_code::cli::schema(typescript),
         Cmd::Replay { file } => magi_code::cli::replay(&file),

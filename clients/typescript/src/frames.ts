@@ -40,6 +40,8 @@ export const EVENT_NAMES = [
   "tool.card",
   "client.tool.call",
   "client.tool.cancel",
+  "tool.output",
+  "tool.diff",
 ] as const;
 const eventsComplete: Same<(typeof EVENT_NAMES)[number], EventName> = true;
 void eventsComplete;

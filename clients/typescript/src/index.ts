@@ -2,6 +2,8 @@
 
 export { MagiClient, DEFAULT_WAIT_MS, EVENT_BACKLOG } from "./client.js";
 export type { CallOptions, Exit, SpawnOptions, TurnHandlers } from "./client.js";
+export { doctor } from "./doctor.js";
+export type { DoctorFinding, DoctorOptions, DoctorReport } from "./doctor.js";
 export { ClientError } from "./errors.js";
 export type { ClientErrorKind, TurnErrorKind } from "./errors.js";
 export {

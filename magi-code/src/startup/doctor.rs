@@ -8,25 +8,43 @@ use super::env::{storage_root, LaunchEnv};
 use crate::config::settings::TOP_KEYS;
 use crate::config::{instructions, profiles, settings, skills, Settings};
 use crate::mcp;
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// One problem: where, what, and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// `initialize` would fail on it.
+    Error,
+    /// `initialize` passes over it (a skill left out); doctor's exit code ignores it.
+    Note,
+}
+
+/// One problem: where (the file and the key, when it has them), what, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
-    /// The file or setting it is about (`settings.json`, `provider anthropic`).
-    pub place: String,
+    /// Whether `initialize` would fail on it.
+    pub severity: Severity,
+    /// The file it is about, as a path, when it is about one.
+    pub file: Option<String>,
+    /// The setting (a dotted key path such as `mcp.servers.fs`) or variable it is about.
+    pub key: Option<String>,
     /// What is wrong.
-    pub what: String,
+    pub message: String,
     /// What to do, when there is one thing to do.
     pub fix: Option<String>,
+    /// How the line for people names it (`settings.json`, `provider anthropic`).
+    #[serde(skip)]
+    pub place: String,
 }
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.place, self.what)?;
+        write!(f, "{}: {}", self.place, self.message)?;
         if let Some(fix) = &self.fix {
             write!(f, " ({fix})")?;
         }
@@ -36,9 +54,26 @@ impl fmt::Display for Finding {
 
 fn finding(place: impl Into<String>, what: impl Into<String>, fix: Option<String>) -> Finding {
     Finding {
-        place: place.into(),
-        what: what.into(),
+        severity: Severity::Error,
+        file: None,
+        key: None,
+        message: what.into(),
         fix,
+        place: place.into(),
+    }
+}
+
+impl Finding {
+    /// The finding about file `path`.
+    fn in_file(mut self, path: &Path) -> Self {
+        self.file = Some(path.display().to_string());
+        self
+    }
+
+    /// The finding about key (or variable) `key`.
+    fn at(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
     }
 }
 
@@ -51,7 +86,7 @@ pub fn check(env: &LaunchEnv) -> Vec<Finding> {
     };
     let Some(root) = storage_root(env, &cwd) else {
         let fix = Some("set MC_HOME, or HOME for the default ~/.magi-code".to_owned());
-        return vec![finding("MC_HOME", "neither MC_HOME nor HOME is set", fix)];
+        return vec![finding("MC_HOME", "neither MC_HOME nor HOME is set", fix).at("MC_HOME")];
     };
     if let Some(f) = root_problem(&root) {
         return vec![f];
@@ -76,7 +111,7 @@ pub fn check(env: &LaunchEnv) -> Vec<Finding> {
     if ok(&["instructions"]) {
         if let Err(e) = instructions::load(&root, &cwd, &s.instructions) {
             let fix = Some("check the files `instructions` lists and AGENTS.md".to_owned());
-            out.push(finding("instructions", e.0, fix));
+            out.push(finding("instructions", e.0, fix).at("instructions"));
         }
     }
     if ok(&["agent", "agents"]) {
@@ -111,7 +146,10 @@ pub fn notes(env: &LaunchEnv) -> Vec<Finding> {
         .into_iter()
         .map(|(file, why)| {
             let place = format!("skill {}", file.display());
-            finding(place, format!("left out: {why}"), None)
+            Finding {
+                severity: Severity::Note,
+                ..finding(place, format!("left out: {why}"), None).in_file(&file)
+            }
         })
         .collect()
 }
@@ -121,18 +159,26 @@ fn root_problem(root: &Path) -> Option<Finding> {
     let shown = root.display().to_string();
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => None,
-        Ok(_) => Some(finding(
-            format!("MC_HOME {shown}"),
-            "is not a folder",
-            Some("point MC_HOME at a folder".into()),
-        )),
+        Ok(_) => Some(
+            finding(
+                format!("MC_HOME {shown}"),
+                "is not a folder",
+                Some("point MC_HOME at a folder".into()),
+            )
+            .in_file(root)
+            .at("MC_HOME"),
+        ),
         // Missing is fine when its parent is a folder: initialize creates it.
         Err(_) if root.parent().is_some_and(Path::is_dir) => None,
-        Err(_) => Some(finding(
-            format!("MC_HOME {shown}"),
-            "does not exist and its parent folder is missing",
-            Some("create the parent folder or set MC_HOME".into()),
-        )),
+        Err(_) => Some(
+            finding(
+                format!("MC_HOME {shown}"),
+                "does not exist and its parent folder is missing",
+                Some("create the parent folder or set MC_HOME".into()),
+            )
+            .in_file(root)
+            .at("MC_HOME"),
+        ),
     }
 }
 
@@ -141,7 +187,7 @@ fn read_settings(path: &Path, out: &mut Vec<Finding>) -> Option<Map<String, Valu
     match settings::read_file(path) {
         Ok(m) => m,
         Err(e) => {
-            out.push(finding(path.display().to_string(), e.0, None));
+            out.push(finding(path.display().to_string(), e.0, None).in_file(path));
             None
         }
     }
@@ -171,11 +217,12 @@ fn load_settings(files: [File<'_>; 2], out: &mut Vec<Finding>) -> Option<(Settin
                     let fix = Some(format!(
                         "fix or remove \"{k}\" (docs/runner.md lists the keys)"
                     ));
-                    out.push(finding(
+                    let f = finding(
                         path.display().to_string(),
                         format!("key \"{k}\": {}", e.0),
                         fix,
-                    ));
+                    );
+                    out.push(f.in_file(path).at(k.as_str()));
                     bad.push(k.clone());
                 }
             }
@@ -195,7 +242,10 @@ fn load_settings(files: [File<'_>; 2], out: &mut Vec<Finding>) -> Option<(Settin
             } else {
                 files[0].1.display().to_string()
             };
-            out.push(finding(place, e.0, None));
+            let f = finding(place, e.0, None);
+            // Each file is sound alone: the project file is the one that made it fail.
+            let file = files[usize::from(both)].1;
+            out.push(f.in_file(file));
             None
         }
     }
@@ -212,6 +262,8 @@ fn unknown_keys(m: &Map<String, Value>, path: &Path) -> Vec<Finding> {
                 format!("unknown key \"{}\"", printable(k)),
                 near,
             )
+            .in_file(path)
+            .at(printable(k))
         })
         .collect()
 }
@@ -266,24 +318,29 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
             let fix = format!(
                 "export {var}=… or add {{\"{p}\": {{\"api_key\": …}}}} to credentials.json"
             );
-            Some(finding(place, what, Some(fix)))
+            Some(finding(place, what, Some(fix)).at(var.to_owned()))
         }
         Some(Kind::Http {
             api: Api::Codex, ..
         }) => {
-            let file = crate::providers::codex::auth_path().map_or_else(
+            let path = crate::providers::codex::auth_path();
+            let file = path.as_ref().map_or_else(
                 || "$CODEX_HOME/auth.json".into(),
                 |f| f.display().to_string(),
             );
             let what = format!("{file} holds no usable ChatGPT sign-in");
-            Some(finding(place, what, Some("run codex login".into())))
+            let f = finding(place, what, Some("run codex login".into())).at("provider");
+            Some(match &path {
+                Some(p) => f.in_file(p),
+                None => f,
+            })
         }
         Some(Kind::Http { .. }) => None,
         Some(Kind::AgentCli { .. }) => None,
         None => match s.compat.get(p) {
             Some(c) => c.api_key_env.as_ref().map(|v| {
                 let fix = format!("export {v}=…");
-                finding(place, format!("{v} is not set"), Some(fix))
+                finding(place, format!("{v} is not set"), Some(fix)).at(v.clone())
             }),
             None => {
                 let builtin: Vec<&str> = providers::names().collect();
@@ -291,11 +348,14 @@ fn provider(s: &Settings, root: &Path) -> Option<Finding> {
                     "is neither built in ({}) nor configured under providers",
                     builtin.join(", ")
                 );
-                Some(finding(
-                    place,
-                    what,
-                    Some(format!("add providers.{p} or pick a built-in provider")),
-                ))
+                Some(
+                    finding(
+                        place,
+                        what,
+                        Some(format!("add providers.{p} or pick a built-in provider")),
+                    )
+                    .at("provider"),
+                )
             }
         },
     }
@@ -333,7 +393,7 @@ fn cli(s: &Settings, p: &str, command: &str, place: String) -> Option<Finding> {
             "run claude auth status yourself to see why".to_owned(),
         ),
     };
-    Some(finding(place, what, Some(fix)))
+    Some(finding(place, what, Some(fix)).at("provider"))
 }
 
 fn scripted(s: &Settings, place: &str) -> Option<Finding> {
@@ -343,14 +403,17 @@ fn scripted(s: &Settings, place: &str) -> Option<Finding> {
         ECHO => None,
         SCRIPT => match s.scripted_script.as_deref() {
             Some(path) if Path::new(path).is_file() => None,
-            Some(path) => Some(finding(key, format!("{path} is not a file"), None)),
-            None => Some(finding(key, "is not set (model script needs it)", None)),
+            Some(path) => Some(finding(&key, format!("{path} is not a file"), None).at(&key)),
+            None => Some(finding(&key, "is not set (model script needs it)", None).at(&key)),
         },
-        other => Some(finding(
-            place,
-            format!("has no model \"{}\"", printable(other)),
-            Some("use model echo or script".into()),
-        )),
+        other => Some(
+            finding(
+                place,
+                format!("has no model \"{}\"", printable(other)),
+                Some("use model echo or script".into()),
+            )
+            .at("model"),
+        ),
     }
 }
 
@@ -365,7 +428,10 @@ fn profile_files(root: &Path, cwd: &Path, agent: Option<&str>) -> Vec<Finding> {
                 .and_then(|b| profiles::parse(&b));
             match parsed {
                 Ok(p) => names.push(p.name),
-                Err(e) => out.push(finding(format!("profile {}", path.display()), e.0, None)),
+                Err(e) => {
+                    let f = finding(format!("profile {}", path.display()), e.0, None);
+                    out.push(f.in_file(&path));
+                }
             }
         }
     }
@@ -376,7 +442,7 @@ fn profile_files(root: &Path, cwd: &Path, agent: Option<&str>) -> Vec<Finding> {
             }
             _ => "the profiles cannot be loaded (too many, or a name twice)".to_owned(),
         };
-        out.push(finding("profiles", what, None));
+        out.push(finding("profiles", what, None).at("agent"));
     }
     out
 }
@@ -401,6 +467,7 @@ fn mcp_servers(s: &Settings) -> Vec<Finding> {
         .map(|(name, _)| {
             let fix = format!("magi-code mcp approve {name}");
             finding(format!("mcp server \"{name}\""), "not approved", Some(fix))
+                .at(format!("mcp.servers.{name}"))
         })
         .collect()
 }
@@ -427,7 +494,10 @@ fn probe_servers(s: &Settings, root: &Path, cwd: &Path) -> Vec<Finding> {
         .filter_map(|((name, def), r)| {
             let cause = r.err()?;
             let (what, fix) = told(name, def, &cause);
-            Some(finding(format!("mcp server \"{name}\""), what, fix))
+            Some(
+                finding(format!("mcp server \"{name}\""), what, fix)
+                    .at(format!("mcp.servers.{name}")),
+            )
         })
         .collect()
 }

@@ -101,3 +101,41 @@ fn clippy_finds_nothing_and_the_docs_build_without_warnings() {
         &[("RUSTDOCFLAGS", "-Dwarnings")],
     );
 }
+
+#[test]
+fn cargo_install_installs_one_binary() {
+    // `cargo install --path magi-code` installs every bin target of the package: exactly one,
+    // `magi-code` (bench helpers are bench targets, never installed).
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bins: Vec<(&str, &str)> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| {
+            let name = p["name"].as_str().unwrap();
+            p["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
+                .map(move |t| (name, t["name"].as_str().unwrap()))
+        })
+        .collect();
+    assert_eq!(bins, [("magi-code", "magi-code")]);
+}

@@ -3,7 +3,7 @@
 //! never a secret. `chat` prints the same findings after a failed startup.
 
 use crate::common::{init_params, Env};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::process::Stdio;
 
 /// Runs `doctor` in `env`: its exit code and stdout.
@@ -25,12 +25,64 @@ fn ready(env: &Env) -> bool {
     f.get("result").is_some()
 }
 
-/// Doctor finds exactly `want` (one line each, in order), exits 1, and initialize fails.
+/// Runs `doctor --json` in `env`: its exit code and the array it printed (one line).
+fn doctor_json(env: &Env) -> (i32, Vec<Value>) {
+    let out = env
+        .command(&["doctor", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    for f in &all {
+        let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["file", "fix", "key", "message", "severity"], "{f}");
+    }
+    (out.status.code().unwrap_or(-1), all)
+}
+
+/// The `(severity, file, key)` of each finding `doctor --json` prints in `env`.
+fn placed(env: &Env) -> Vec<(String, Option<String>, Option<String>)> {
+    let s = |v: &Value| v.as_str().map(str::to_owned);
+    doctor_json(env)
+        .1
+        .iter()
+        .map(|f| (s(&f["severity"]).unwrap(), s(&f["file"]), s(&f["key"])))
+        .collect()
+}
+
+/// An error finding's place as `placed` gives it.
+fn error(
+    file: Option<&std::path::Path>,
+    key: Option<&str>,
+) -> (String, Option<String>, Option<String>) {
+    (
+        "error".to_owned(),
+        file.map(|f| f.display().to_string()),
+        key.map(str::to_owned),
+    )
+}
+
+/// Doctor finds exactly `want` (one line each, in order), exits 1, and initialize fails;
+/// `doctor --json` gives the same findings, each line's message and fix its entry's.
 fn finds(env: &Env, want: &[String]) {
     let (code, out) = doctor(env);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines, want, "{out}");
     assert_eq!(code, 1);
+    let (code, all) = doctor_json(env);
+    assert_eq!(code, 1);
+    let errors: Vec<&Value> = all.iter().filter(|f| f["severity"] == "error").collect();
+    assert_eq!(errors.len(), want.len(), "{all:?}");
+    for (line, f) in want.iter().zip(errors) {
+        let message = f["message"].as_str().unwrap();
+        let told = match f["fix"].as_str() {
+            Some(fix) => format!(": {message} ({fix})"),
+            None => format!(": {message}"),
+        };
+        assert!(line.ends_with(&told), "{line} vs {f}");
+    }
     assert!(
         !ready(env),
         "initialize would be ready, doctor said otherwise"
@@ -40,6 +92,7 @@ fn finds(env: &Env, want: &[String]) {
 #[test]
 fn a_clean_setup_is_ready_and_says_so() {
     let env = Env::new();
+    assert_eq!(doctor_json(&env), (0, Vec::new()));
     let (code, out) = doctor(&env);
     assert_eq!(code, 0, "{out}");
     assert_eq!(
@@ -61,6 +114,7 @@ fn a_typo_key_is_named_with_the_nearest_key() {
             file.display()
         )],
     );
+    assert_eq!(placed(&env), [error(Some(&file), Some("tols"))]);
 }
 
 #[test]
@@ -69,6 +123,7 @@ fn a_bad_project_value_names_the_project_file_and_the_key() {
     env.write_project_settings(&json!({"code_mode": {"cpu_ms": 5}}));
     let file = env.cwd.join(".magi").join("settings.json");
     finds(&env, &[bad_key(&file, "code_mode", "code_mode.cpu_ms")]);
+    assert_eq!(placed(&env), [error(Some(&file), Some("code_mode"))]);
 }
 
 /// The finding of a key invalid on its own.
@@ -126,6 +181,13 @@ fn an_approved_server_that_cannot_start_is_named_with_its_cause() {
              (run its command yourself to see what it says)"
                 .to_owned(),
         ],
+    );
+    assert_eq!(
+        placed(&env),
+        [
+            error(None, Some("mcp.servers.a")),
+            error(None, Some("mcp.servers.b"))
+        ]
     );
 }
 
@@ -190,6 +252,11 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
     );
     assert!(!out.contains("sk-doctor-secret"));
     assert!(!ready(&env));
+    assert_eq!(placed(&env), [error(None, Some("ANTHROPIC_API_KEY"))]);
+    let (_, all) = doctor_json(&env);
+    assert!(!all
+        .iter()
+        .any(|f| f.to_string().contains("sk-doctor-secret")));
 
     let env = Env::new();
     env.write_global_settings(&json!({"provider": "nope", "model": "m"}));
@@ -201,6 +268,7 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
                 .to_owned(),
         ],
     );
+    assert_eq!(placed(&env), [error(None, Some("provider"))]);
 
     let env = Env::new();
     env.write_global_settings(&json!({"model": "eco"}));
@@ -208,6 +276,7 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
         &env,
         &["provider scripted: has no model \"eco\" (use model echo or script)".to_owned()],
     );
+    assert_eq!(placed(&env), [error(None, Some("model"))]);
 
     // `codex` reads the Codex CLI's sign-in; an empty CODEX_HOME has none.
     let mut env = Env::new();
@@ -222,6 +291,8 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
             codex_home.join("auth.json").display()
         )],
     );
+    let auth = codex_home.join("auth.json");
+    assert_eq!(placed(&env), [error(Some(&auth), Some("provider"))]);
 
     let env = Env::new();
     let script = env.root.join("missing.json");
@@ -235,6 +306,10 @@ fn a_missing_key_an_unknown_provider_and_an_unknown_model_each_say_what_to_fix()
             script.display()
         )],
     );
+    assert_eq!(
+        placed(&env),
+        [error(None, Some("providers.scripted.script"))]
+    );
 }
 
 #[test]
@@ -247,6 +322,7 @@ fn an_unapproved_server_names_the_command_that_approves_it() {
         &env,
         &["mcp server \"fs\": not approved (magi-code mcp approve fs)".to_owned()],
     );
+    assert_eq!(placed(&env), [error(None, Some("mcp.servers.fs"))]);
 }
 
 #[test]
@@ -260,6 +336,7 @@ fn a_bad_profile_names_its_file() {
     let want = format!("profile {}: ", dir.join("x.md").display());
     assert!(out.starts_with(&want) && out.lines().count() == 1, "{out}");
     assert!(!ready(&env));
+    assert_eq!(placed(&env), [error(Some(&dir.join("x.md")), None)]);
 }
 
 #[test]
@@ -275,6 +352,7 @@ fn an_mc_home_that_is_a_file_is_named() {
             file.display()
         )],
     );
+    assert_eq!(placed(&env), [error(Some(&file), Some("MC_HOME"))]);
 }
 
 #[test]
@@ -332,4 +410,31 @@ fn a_skill_left_out_is_a_note_that_keeps_exit_0() {
         )
     );
     assert!(ready(&env));
+    // Notes are in the JSON too, and keep the exit code 0.
+    let (code, all) = doctor_json(&env);
+    assert_eq!(code, 0);
+    let notes: Vec<(&str, &str)> = all
+        .iter()
+        .map(|f| (f["severity"].as_str().unwrap(), f["file"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            ("note", file("bare").as_str()),
+            ("note", file("renamed").as_str())
+        ]
+    );
+}
+
+#[test]
+fn a_settings_file_that_is_not_json_is_named_without_a_key() {
+    let env = Env::new();
+    env.write_global_settings(&json!({}));
+    let file = env.home().join("settings.json");
+    std::fs::write(&file, "{\"provider\": ").unwrap();
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 1);
+    assert!(out.starts_with(&format!("{}: ", file.display())), "{out}");
+    assert!(!ready(&env));
+    assert_eq!(placed(&env), [error(Some(&file), None)]);
 }
