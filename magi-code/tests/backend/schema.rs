@@ -79,7 +79,7 @@ fn the_committed_schema_and_declarations_are_what_the_types_generate() {
         " --typescript",
     );
     // The TypeScript package builds from its own folder: its committed copy is the same.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let package = std::fs::read_to_string(root.join("clients/typescript/src/protocol.d.ts"));
     assert!(
         package.is_ok_and(|p| p == magi_code::wire::typescript()),
