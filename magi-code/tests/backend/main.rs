@@ -11,6 +11,7 @@ mod layering;
 mod npm;
 mod repo;
 mod schema;
+mod settings_doc;
 mod tidy;
 mod typescript;
 
