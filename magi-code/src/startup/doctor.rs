@@ -168,13 +168,22 @@ fn root_problem(root: &Path) -> Option<Finding> {
             .in_file(root)
             .at("MC_HOME"),
         ),
-        // Missing is fine when its parent is a folder: initialize creates it.
-        Err(_) if root.parent().is_some_and(Path::is_dir) => None,
+        // Missing is fine when its nearest existing ancestor is a folder: initialize creates
+        // the folders down to it.
+        Err(_)
+            if root
+                .ancestors()
+                .skip(1)
+                .find(|a| a.exists())
+                .is_some_and(Path::is_dir) =>
+        {
+            None
+        }
         Err(_) => Some(
             finding(
                 format!("MC_HOME {shown}"),
-                "does not exist and its parent folder is missing",
-                Some("create the parent folder or set MC_HOME".into()),
+                "cannot be created: a file stands in its path",
+                Some("point MC_HOME at a folder".into()),
             )
             .in_file(root)
             .at("MC_HOME"),

@@ -438,3 +438,75 @@ fn a_settings_file_that_is_not_json_is_named_without_a_key() {
     assert!(!ready(&env));
     assert_eq!(placed(&env), [error(Some(&file), None)]);
 }
+
+#[test]
+fn the_other_finding_kinds_name_their_file_and_key_in_json() {
+    // A configured provider whose key variable is unset.
+    let env = Env::new();
+    env.write_global_settings(&json!({"provider": "local", "model": "m", "providers": {"local": {
+        "kind": "openai-compatible", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "LOCAL_DOCTOR_KEY"}}}));
+    finds(
+        &env,
+        &["provider local: LOCAL_DOCTOR_KEY is not set (export LOCAL_DOCTOR_KEY=…)".to_owned()],
+    );
+    assert_eq!(placed(&env), [error(None, Some("LOCAL_DOCTOR_KEY"))]);
+
+    // Model `script` without a script.
+    let env = Env::new();
+    env.write_global_settings(&json!({"model": "script"}));
+    finds(
+        &env,
+        &["providers.scripted.script: is not set (model script needs it)".to_owned()],
+    );
+    assert_eq!(
+        placed(&env),
+        [error(None, Some("providers.scripted.script"))]
+    );
+
+    // An instructions file that is missing.
+    let env = Env::new();
+    env.write_global_settings(&json!({"instructions": ["no-such-notes.md"]}));
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("instructions: "), "{out}");
+    assert!(!ready(&env));
+    assert_eq!(placed(&env), [error(None, Some("instructions"))]);
+
+    // An agent that names no profile.
+    let env = Env::new();
+    env.write_global_settings(&json!({"agent": "nobody"}));
+    finds(
+        &env,
+        &["profiles: agent \"nobody\" names no profile".to_owned()],
+    );
+    assert_eq!(placed(&env), [error(None, Some("agent"))]);
+
+    // Each file sound alone, the merge not: `code_mode.only` in the project, `enabled` unset.
+    let env = Env::new();
+    env.write_global_settings(&json!({}));
+    env.write_project_settings(&json!({"code_mode": {"only": true}}));
+    let project = env.cwd.join(".magi").join("settings.json");
+    let (code, out) = doctor(&env);
+    assert_eq!(code, 1, "{out}");
+    assert!(!ready(&env));
+    assert_eq!(placed(&env), [error(Some(&project), None)]);
+
+    // An MC_HOME under missing folders is made by initialize, so doctor finds nothing; one
+    // under a file cannot be.
+    let mut env = Env::new();
+    env.set_mc_home(env.root.join("no-such-parent").join("home"));
+    assert_eq!(doctor_json(&env), (0, Vec::new()));
+    assert!(ready(&env));
+    let mut env = Env::new();
+    std::fs::write(env.root.join("plain-file"), "x").unwrap();
+    let home = env.root.join("plain-file").join("home");
+    env.set_mc_home(&home);
+    finds(
+        &env,
+        &[format!(
+            "MC_HOME {}: cannot be created: a file stands in its path (point MC_HOME at a folder)",
+            home.display()
+        )],
+    );
+    assert_eq!(placed(&env), [error(Some(&home), Some("MC_HOME"))]);
+}
