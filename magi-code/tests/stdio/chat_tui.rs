@@ -664,6 +664,10 @@ fn a_tool_shows_its_output_tail_and_a_write_approval_shows_the_diff() {
     let s = tty.wait_for("done in");
     assert!(s.contains("notes.txt +2 -1"), "{s}");
     assert!(s.contains("both done"), "{s}");
+    assert!(
+        !s.contains("│ wrote 23 bytes"),
+        "a tail the tool line already says is not repeated: {s}"
+    );
     capture(&mut screens, "after the write", &s);
     save("details", &screens);
     tty.keys("\x04");

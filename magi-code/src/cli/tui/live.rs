@@ -49,6 +49,8 @@ pub struct Live {
     unrun: HashSet<String>,
     /// The last proposed change: its approval and line counts, for the dialog.
     pub proposed: Option<(String, u64, u64)>,
+    /// The last call that ended, with its final summary.
+    ended_with: Option<(String, String)>,
     /// The open Code Mode cell (`exec` activity), whose nested calls are indented.
     exec: Option<String>,
     /// Every `exec` of the turn (their generic card repeats the final line) and the nested
@@ -107,6 +109,7 @@ impl Live {
             ended: None,
             unrun: HashSet::new(),
             proposed: None,
+            ended_with: None,
             exec: None,
             execs: HashSet::new(),
             nested: HashSet::new(),
@@ -187,6 +190,13 @@ impl Live {
                         None => self.running_card = card_preview(&card),
                     }
                 }
+                // A one-line output the tool's own line already says ("wrote 3 bytes").
+                Event::ToolOutput(o)
+                    if self.ended_with.as_ref().is_some_and(|(id, summary)| {
+                        *id == o.activity_id
+                            && !o.tail.contains('\n')
+                            && summary.ends_with(&format!(": {}", o.tail))
+                    }) => {}
                 Event::ToolOutput(o) if !self.execs.contains(&o.activity_id) => {
                     let indent = if self.nested.contains(&o.activity_id) {
                         "    "
@@ -244,6 +254,7 @@ impl Live {
         }
         self.tools.retain(|t| t.id != a.activity_id);
         self.running_card = None;
+        self.ended_with = Some((a.activity_id.clone(), a.summary.clone()));
         let line = match a.state {
             ActivityState::Completed => tool_line("✓", Color::Green, &label),
             _ => match self.ended.take() {
