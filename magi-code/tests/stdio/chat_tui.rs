@@ -182,6 +182,16 @@ impl Drop for Tty {
     }
 }
 
+/// The session ID the chat's first line names.
+fn session_of(screen: &str) -> String {
+    screen
+        .split_whitespace()
+        .skip_while(|w| *w != "session")
+        .nth(1)
+        .unwrap()
+        .to_owned()
+}
+
 /// The screen without trailing blanks on its lines.
 fn trimmed(s: &str) -> String {
     s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
@@ -220,13 +230,7 @@ fn a_terminal_chat_answers_an_approval_stops_a_reply_and_resumes_a_session() {
     );
     let mut screens = Vec::new();
     let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
-    let s = tty.wait_for("/help for commands");
-    let sid = s
-        .split_whitespace()
-        .skip_while(|w| *w != "session")
-        .nth(1)
-        .unwrap()
-        .to_owned();
+    let sid = session_of(&tty.wait_for("/help for commands"));
 
     // Typed before the dialog shows: it stays in the editor, never answers.
     tty.keys("write it\r");
@@ -558,13 +562,7 @@ fn refusals_are_said_in_words_and_model_explains_the_catalog() {
     let cwd = tempfile::tempdir().unwrap();
     let other = tempfile::tempdir().unwrap();
     let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
-    let s = tty.wait_for("/help for commands");
-    let sid = s
-        .split_whitespace()
-        .skip_while(|w| *w != "session")
-        .nth(1)
-        .unwrap()
-        .to_owned();
+    let sid = session_of(&tty.wait_for("/help for commands"));
     tty.keys("hello\r");
     tty.wait_for("done in");
     // On the default settings the catalog is empty: /model says why and how to fill it.
