@@ -1,6 +1,7 @@
 //! The magi-code backend: `serve --stdio` and everything behind it, in domain folders whose
 //! imports run one way only (`docs/architecture.md`).
 
+pub mod acp;
 pub mod agent;
 pub mod catalog;
 pub mod cli;

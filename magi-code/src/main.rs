@@ -24,6 +24,9 @@ enum Cmd {
     },
     /// Run a short real client exchange against `serve --stdio` and print the frames.
     Demo,
+    /// Serve the Agent Client Protocol (v1) on stdin/stdout for editors (Zed, JetBrains,
+    /// Neovim, Emacs): each session is a `serve --stdio` child (docs/acp.md).
+    Acp,
     /// Chat in the terminal: each input line is a turn; replies stream as they come.
     Chat {
         /// Reopen this saved session instead of creating one.
@@ -76,6 +79,7 @@ fn main() {
     let code = match cli.command {
         Cmd::Serve { .. } => 2,
         Cmd::Demo => magi_code::cli::demo(),
+        Cmd::Acp => magi_code::acp::acp(),
         Cmd::Doctor { json } => magi_code::cli::doctor(json),
         Cmd::Chat { session } => magi_code::cli::chat(session.as_deref()),
         Cmd::Schema { typescript } => magi_code::cli::schema(typescript),

@@ -210,7 +210,7 @@ impl Chat {
         let sid = match attach {
             Ok(r) => r.session_id,
             Err(e) => {
-                let code = crate::cli::words::said(why(&e));
+                let code = crate::client::words::said(why(&e));
                 eprintln!("magi-code chat: could not attach a session: {code}");
                 return Some(1);
             }
@@ -259,7 +259,7 @@ impl Chat {
             Err(ClientError::Rejected(e)) => {
                 self.error_line(&format!(
                     "[turn refused: {}]",
-                    crate::cli::words::said(&e.code)
+                    crate::client::words::said(&e.code)
                 ));
                 return After::Prompt;
             }
@@ -444,7 +444,7 @@ impl Chat {
             let r: SessionListResult = match self.client.call(Call::SessionList(params)) {
                 Ok(r) => r,
                 Err(ClientError::Rejected(e)) => {
-                    self.error_line(&format!("[sessions: {}]", crate::cli::words::said(&e.code)));
+                    self.error_line(&format!("[sessions: {}]", crate::client::words::said(&e.code)));
                     return;
                 }
                 Err(_) => {
@@ -491,7 +491,7 @@ impl Chat {
             Err(ClientError::Rejected(e)) => {
                 self.error_line(&format!(
                     "[open refused: {}]",
-                    crate::cli::words::said(&e.code)
+                    crate::client::words::said(&e.code)
                 ));
             }
             Err(_) => self.error_line("[the server did not answer]"),

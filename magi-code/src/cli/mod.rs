@@ -12,7 +12,6 @@ pub mod replay;
 mod retention;
 pub mod schema;
 pub mod tui;
-pub mod words;
 
 pub use chat::chat;
 pub use demo::demo;

@@ -66,6 +66,7 @@ pub mod pipe;
 pub mod results;
 pub mod saved;
 pub mod turn;
+pub mod words;
 
 pub use error::ClientError;
 pub use results::MethodResult;

@@ -189,6 +189,22 @@ pub fn term_group(pid: u32) {
     signal_group(pid, libc::SIGTERM);
 }
 
+/// Makes the child `cmd` starts die with the thread that starts it (Linux's parent-death
+/// signal): an adapter killed outright leaves no backend behind.
+#[allow(unsafe_code)]
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: between fork and exec only prctl(2), which is async-signal-safe and touches no
+    // memory of this process.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// SIGINTs that process group: what a terminal's Ctrl-C would send, before [`term_group`].
 pub fn int_group(pid: u32) {
     signal_group(pid, libc::SIGINT);

@@ -6,7 +6,7 @@ use super::dialog::{Answer, Dialog};
 use super::editor::Editor;
 use super::live::{dim, Live};
 use crate::cli::chat_view::{printable, word};
-use crate::cli::words::said;
+use crate::client::words::said;
 use crate::client::turn::run_of;
 use crate::wire::events::ActivityState;
 use crate::wire::Event;

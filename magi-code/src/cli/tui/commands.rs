@@ -28,7 +28,7 @@ const HISTORY_PAGES: usize = 2_048;
 
 /// A refusal in words with its code, or what else ended the wait.
 fn why(e: &ClientError) -> String {
-    crate::cli::words::said(e.code().unwrap_or("no answer"))
+    crate::client::words::said(e.code().unwrap_or("no answer"))
 }
 
 /// The chat's connection and what it knows of the selection.

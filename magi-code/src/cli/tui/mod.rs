@@ -385,7 +385,7 @@ impl<'a> Loop<'a> {
                 Err(ClientError::Rejected(e)) => {
                     self.app.error(&format!(
                         "[turn refused: {}]",
-                        crate::cli::words::said(&e.code)
+                        crate::client::words::said(&e.code)
                     ));
                     Ok(())
                 }

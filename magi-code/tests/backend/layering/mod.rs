@@ -33,7 +33,7 @@ use std::path::Path;
 /// The direction table, top row first (`layout.md`, "Direction"): a `.rs` name is a file
 /// module, a `/` name a folder; both mean the module of that name.
 const LAYERS: [&[&str]; 10] = [
-    /* 1 */ &["main.rs", "serve.rs", "cli/"],
+    /* 1 */ &["main.rs", "serve.rs", "cli/", "acp/"],
     /* 2 */ &["worker/"],
     /* 3 */ &["agent/", "startup/"],
     // `run/` (the sans-IO run machine) is driven by `agent/` and names no session.
@@ -49,7 +49,7 @@ const LAYERS: [&[&str]; 10] = [
     // rather than beside it as layout.md draws it.
     /* 8 */
     &["runtime.rs"],
-    // `client/` (the typed client) imports only `wire/`; only `cli/` imports it.
+    // `client/` (the typed client) imports only `wire/`; only `cli/` and `acp/` import it.
     /* 9 */
     &["config/", "store/", "client/"],
     /* 10 */ &["util/", "wire/"],

@@ -1,5 +1,5 @@
-//! The protocol's error codes in words, for people: the chat shows a refusal as what went
-//! wrong and what to do, with the code after it (`words::said`).
+//! The protocol's error codes in words, for people: the chat and the ACP adapter show a
+//! refusal as what went wrong and what to do, with the code after it (`words::said`).
 
 /// What `code` means for a person at a chat, or `None` for a code with nothing to add.
 #[must_use]
@@ -39,7 +39,11 @@ pub fn meaning(code: &str) -> Option<&'static str> {
 /// `code` for a person: its meaning with the code after it, or the code alone.
 #[must_use]
 pub fn said(code: &str) -> String {
-    let code = crate::cli::chat_view::printable(code);
+    let code: String = code
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
     match meaning(&code) {
         Some(m) => format!("{m} ({code})"),
         None => code,
