@@ -28,7 +28,9 @@ impl PromptError {
         match self {
             Self::Invalid => "the prompt must be a non-empty array of text or resource blocks",
             Self::Unsupported => "images, audio and binary resources are not supported",
-            Self::TooLong => "the prompt is over 16,384 bytes once joined: shorten it or attach less",
+            Self::TooLong => {
+                "the prompt is over 16,384 bytes once joined: shorten it or attach less"
+            }
         }
     }
 }
@@ -140,7 +142,11 @@ pub fn text_content(text: &str) -> Value {
 
 /// How a run ended, as ACP says it: `Ok(stop reason)`, or `Err(message)` for a failure
 /// (`step_limit` is set when the run's `step_limit` diagnostic came).
-pub fn stop_reason(outcome: &str, error_code: Option<&str>, step_limit: bool) -> Result<&'static str, String> {
+pub fn stop_reason(
+    outcome: &str,
+    error_code: Option<&str>,
+    step_limit: bool,
+) -> Result<&'static str, String> {
     match outcome {
         "completed" => Ok("end_turn"),
         "cancelled" => Ok("cancelled"),
@@ -173,7 +179,9 @@ pub fn replay(entries: &[HistoryEntry], cwd: &Path) -> Vec<Value> {
                 .as_ref()
                 .and_then(|c| serde_json::to_value(c).ok())
                 .unwrap_or_default();
-            let Some((id, title, _)) = pending.take() else { continue };
+            let Some((id, title, _)) = pending.take() else {
+                continue;
+            };
             let status = match card["status"].as_str() {
                 Some("failed") => "failed",
                 Some("running") => "failed",
@@ -192,7 +200,9 @@ pub fn replay(entries: &[HistoryEntry], cwd: &Path) -> Vec<Value> {
             EntryKind::User => out.push(chunk("user_message_chunk", &e.text)),
             EntryKind::Assistant => out.push(chunk("agent_message_chunk", &e.text)),
             EntryKind::ReasoningSummary => out.push(chunk("agent_thought_chunk", &e.text)),
-            EntryKind::Activity => pending = Some((e.message_id.clone(), e.text.clone(), e.partial)),
+            EntryKind::Activity => {
+                pending = Some((e.message_id.clone(), e.text.clone(), e.partial))
+            }
             _ => {}
         }
     }
@@ -217,7 +227,10 @@ mod tests {
         );
         let at = |n: usize| json!([{"type": "text", "text": "x".repeat(n)}]);
         assert_eq!(prompt_text(&at(PROMPT_BYTES)).unwrap().len(), PROMPT_BYTES);
-        assert_eq!(prompt_text(&at(PROMPT_BYTES + 1)), Err(PromptError::TooLong));
+        assert_eq!(
+            prompt_text(&at(PROMPT_BYTES + 1)),
+            Err(PromptError::TooLong)
+        );
         let image = json!([{"type": "image", "data": "", "mimeType": "image/png"}]);
         assert_eq!(prompt_text(&image), Err(PromptError::Unsupported));
         assert_eq!(prompt_text(&json!([])), Err(PromptError::Invalid));
@@ -228,23 +241,31 @@ mod tests {
     fn runs_end_as_stop_reasons_or_words() {
         assert_eq!(stop_reason("completed", None, false), Ok("end_turn"));
         assert_eq!(stop_reason("cancelled", None, false), Ok("cancelled"));
-        assert_eq!(stop_reason("failed", Some("execution_failed"), true), Ok("max_turn_requests"));
+        assert_eq!(
+            stop_reason("failed", Some("execution_failed"), true),
+            Ok("max_turn_requests")
+        );
         assert_eq!(
             stop_reason("failed", Some("persistence_failed"), false),
-            Err("the turn failed: the session could not be saved to disk (persistence_failed)".into())
+            Err(
+                "the turn failed: the session could not be saved to disk (persistence_failed)"
+                    .into()
+            )
         );
     }
 
     #[test]
     fn a_saved_conversation_replays_as_updates() {
-        let entry = |id: &str, kind: EntryKind, text: &str, partial: bool, card: Option<Value>| HistoryEntry {
-            message_id: id.into(),
-            kind,
-            text: text.into(),
-            partial,
-            part: 0,
-            last_part: true,
-            card: card.map(|c| serde_json::from_value(c).unwrap()),
+        let entry = |id: &str, kind: EntryKind, text: &str, partial: bool, card: Option<Value>| {
+            HistoryEntry {
+                message_id: id.into(),
+                kind,
+                text: text.into(),
+                partial,
+                part: 0,
+                last_part: true,
+                card: card.map(|c| serde_json::from_value(c).unwrap()),
+            }
         };
         let card = json!({"kind": "file_edit", "title": "Write a.txt", "status": "completed", "path": "a.txt", "added": 1, "removed": 0});
         let entries = [

@@ -119,7 +119,10 @@ impl Adapter {
             Incoming::Request { id, method, params } => self.request(&id, &method, params),
             Incoming::Notification { method, params } => {
                 if method == "session/cancel" {
-                    if let Some(h) = params["sessionId"].as_str().and_then(|s| self.sessions.get(s)) {
+                    if let Some(h) = params["sessionId"]
+                        .as_str()
+                        .and_then(|s| self.sessions.get(s))
+                    {
                         let _ = h.cmds.send(Cmd::Cancel);
                     }
                 }
@@ -149,7 +152,9 @@ impl Adapter {
             "session/new" => self.start(id, &params, false),
             "session/load" => self.start(id, &params, true),
             "session/prompt" => {
-                let Some(h) = self.session(id, &params) else { return };
+                let Some(h) = self.session(id, &params) else {
+                    return;
+                };
                 let _ = h.cmds.send(Cmd::Prompt {
                     id: id.clone(),
                     prompt: params["prompt"].clone(),

@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 as ACP frames it, sans IO: newline-delimited messages split from bytes under
 //! a bound ([`Lines`]), each classified as a request, a notification, a response or an
-//! invalid message ([`parse`]), and the lines the adapter writes ([`response`], [`error`],
+//! invalid message ([`parse`]), and the lines the adapter writes ([`response_line`], [`error`],
 //! [`request`], [`notification`]). Fuzzed (`fuzz_targets/acp_rpc.rs`).
 
 use serde_json::{json, Map, Value};
@@ -210,12 +210,20 @@ mod tests {
                 params: json!({})
             }
         );
-        let note = parse(br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
+        let note =
+            parse(br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
         assert!(matches!(note, Incoming::Notification { .. }));
-        let ok = parse(br#"{"jsonrpc":"2.0","id":"p-1","result":{"outcome":{"outcome":"cancelled"}}}"#);
+        let ok =
+            parse(br#"{"jsonrpc":"2.0","id":"p-1","result":{"outcome":{"outcome":"cancelled"}}}"#);
         assert!(matches!(ok, Incoming::Response { outcome: Ok(_), .. }));
         let bad = parse(br#"{"jsonrpc":"2.0","id":"p-1","error":{"code":-32603,"message":"x"}}"#);
-        assert!(matches!(bad, Incoming::Response { outcome: Err(_), .. }));
+        assert!(matches!(
+            bad,
+            Incoming::Response {
+                outcome: Err(_),
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -231,19 +239,41 @@ mod tests {
             code: code::INVALID_REQUEST,
         };
         assert_eq!(parse(b"[1,2]"), invalid(Value::Null));
-        assert_eq!(parse(br#"{"id":3,"method":"x"}"#), invalid(json!(3)), "no jsonrpc");
-        assert_eq!(parse(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#), invalid(json!(3)));
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), invalid(Value::Null));
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":4,"method":7}"#), invalid(json!(4)));
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":5,"method":"x","params":3}"#), invalid(json!(5)));
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":6,"result":1,"error":{}}"#), invalid(json!(6)));
+        assert_eq!(
+            parse(br#"{"id":3,"method":"x"}"#),
+            invalid(json!(3)),
+            "no jsonrpc"
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#),
+            invalid(json!(3))
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
+            invalid(Value::Null)
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":4,"method":7}"#),
+            invalid(json!(4))
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":5,"method":"x","params":3}"#),
+            invalid(json!(5))
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":6,"result":1,"error":{}}"#),
+            invalid(json!(6))
+        );
     }
 
     #[test]
     fn lines_are_split_and_bounded() {
         let mut l = Lines::default();
         assert_eq!(l.push(b"ab"), []);
-        assert_eq!(l.push(b"c\r\nd\n"), [Piece::Line(b"abc".to_vec()), Piece::Line(b"d".to_vec())]);
+        assert_eq!(
+            l.push(b"c\r\nd\n"),
+            [Piece::Line(b"abc".to_vec()), Piece::Line(b"d".to_vec())]
+        );
         // The largest line passes; one byte more is dropped through its LF, and the next line
         // is whole.
         let edge = vec![b'x'; LINE_BYTES];
@@ -251,6 +281,9 @@ mod tests {
         assert_eq!(l.push(b"\n"), [Piece::Line(edge.clone())]);
         assert_eq!(l.push(&edge), []);
         assert_eq!(l.push(b"y"), []);
-        assert_eq!(l.push(b"zzz\nnext\n"), [Piece::TooLong, Piece::Line(b"next".to_vec())]);
+        assert_eq!(
+            l.push(b"zzz\nnext\n"),
+            [Piece::TooLong, Piece::Line(b"next".to_vec())]
+        );
     }
 }

@@ -128,10 +128,14 @@ fn open(ctx: &Ctx, start: &Start, id: &Value) -> Option<(Client, String)> {
         None
     };
     if !ctx.cwd.is_absolute() || !ctx.cwd.is_dir() {
-        return fail(code::INVALID_PARAMS, "cwd must be an absolute path to a folder");
+        return fail(
+            code::INVALID_PARAMS,
+            "cwd must be an absolute path to a folder",
+        );
     }
     let mut cmd = Client::command(&ctx.exe);
-    cmd.current_dir(&ctx.cwd).stderr(std::process::Stdio::null());
+    cmd.current_dir(&ctx.cwd)
+        .stderr(std::process::Stdio::null());
     crate::util::proc::die_with_parent(&mut cmd);
     let Ok(mut client) = Client::spawn(cmd) else {
         return fail(code::INTERNAL, "the backend could not be started");
@@ -235,7 +239,9 @@ impl Session {
         let text = match map::prompt_text(prompt) {
             Ok(t) => t,
             Err(e @ (PromptError::Invalid | PromptError::Unsupported | PromptError::TooLong)) => {
-                return self.ctx.send(rpc::error(id, code::INVALID_PARAMS, e.message()));
+                return self
+                    .ctx
+                    .send(rpc::error(id, code::INVALID_PARAMS, e.message()));
             }
         };
         let mut turn = match self.client.start_turn(&self.sid, &text) {
@@ -280,7 +286,12 @@ impl Session {
 
     /// Reads the commands that came while a turn runs; `Some(message)` when the adapter is
     /// closing and the prompt must end.
-    fn commands(&mut self, cmds: &Receiver<Cmd>, turn: &Turn, live: &mut Live) -> Option<&'static str> {
+    fn commands(
+        &mut self,
+        cmds: &Receiver<Cmd>,
+        turn: &Turn,
+        live: &mut Live,
+    ) -> Option<&'static str> {
         loop {
             let cmd = match cmds.recv_timeout(Duration::ZERO) {
                 Ok(c) => c,
@@ -298,9 +309,12 @@ impl Session {
                     let _ = self.client.send_detached(Call::TurnCancel(params));
                 }
                 Cmd::Permission { id, outcome } => {
-                    let Some(a) = live.asked.remove(&id) else { continue };
+                    let Some(a) = live.asked.remove(&id) else {
+                        continue;
+                    };
                     let allow = outcome.is_ok_and(|r| {
-                        r["outcome"]["outcome"] == "selected" && r["outcome"]["optionId"] == "allow-once"
+                        r["outcome"]["outcome"] == "selected"
+                            && r["outcome"]["optionId"] == "allow-once"
                     });
                     let params = ApprovalAnswerParams {
                         session_id: self.sid.clone(),
@@ -331,14 +345,19 @@ impl Session {
     fn event(&mut self, e: &Event, update: Update, live: &mut Live) -> bool {
         let sid = self.sid.clone();
         match update {
-            Update::Delta { text, .. } => self.ctx.update(&sid, map::chunk("agent_message_chunk", &text)),
+            Update::Delta { text, .. } => self
+                .ctx
+                .update(&sid, map::chunk("agent_message_chunk", &text)),
             Update::Reconciled { text, shown, .. } => match text.strip_prefix(shown.as_str()) {
                 Some("") => {}
-                Some(rest) => self.ctx.update(&sid, map::chunk("agent_message_chunk", rest)),
+                Some(rest) => self
+                    .ctx
+                    .update(&sid, map::chunk("agent_message_chunk", rest)),
                 // Deltas were dropped or differ: the recorded reply follows, whole and marked.
                 None => {
                     let whole = format!("\n\n(the reply, as recorded:)\n\n{text}");
-                    self.ctx.update(&sid, map::chunk("agent_message_chunk", &whole));
+                    self.ctx
+                        .update(&sid, map::chunk("agent_message_chunk", &whole));
                 }
             },
             Update::Finished => return true,
@@ -359,7 +378,8 @@ impl Session {
                             "tool" => map::tool_kind(&a.name),
                             _ => "think",
                         };
-                        self.ctx.update(&sid, map::tool_call(id, &a.summary, kind, "in_progress"));
+                        self.ctx
+                            .update(&sid, map::tool_call(id, &a.summary, kind, "in_progress"));
                     }
                     state => {
                         live.running.retain(|(r, _)| r != id);
@@ -373,12 +393,14 @@ impl Session {
                 if let Some(l) = map::locations(&card, &self.ctx.cwd) {
                     live.located.push(c.activity_id.clone());
                     let fields = json!({"locations": l});
-                    self.ctx.update(&sid, map::tool_update(&c.activity_id, fields));
+                    self.ctx
+                        .update(&sid, map::tool_update(&c.activity_id, fields));
                 }
             }
             Event::ToolOutput(o) => {
                 let fields = json!({"content": map::text_content(&o.tail)});
-                self.ctx.update(&sid, map::tool_update(&o.activity_id, fields));
+                self.ctx
+                    .update(&sid, map::tool_update(&o.activity_id, fields));
             }
             Event::ToolDiff(d) => live.diff = Some((d.activity_id.clone(), d.diff.clone())),
             Event::Diagnostic(d) if d.code == "step_limit" => live.step_limit = true,

@@ -444,7 +444,10 @@ impl Chat {
             let r: SessionListResult = match self.client.call(Call::SessionList(params)) {
                 Ok(r) => r,
                 Err(ClientError::Rejected(e)) => {
-                    self.error_line(&format!("[sessions: {}]", crate::client::words::said(&e.code)));
+                    self.error_line(&format!(
+                        "[sessions: {}]",
+                        crate::client::words::said(&e.code)
+                    ));
                     return;
                 }
                 Err(_) => {

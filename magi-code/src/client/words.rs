@@ -39,11 +39,7 @@ pub fn meaning(code: &str) -> Option<&'static str> {
 /// `code` for a person: its meaning with the code after it, or the code alone.
 #[must_use]
 pub fn said(code: &str) -> String {
-    let code: String = code
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(64)
-        .collect();
+    let code: String = code.chars().filter(|c| !c.is_control()).take(64).collect();
     match meaning(&code) {
         Some(m) => format!("{m} ({code})"),
         None => code,

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod acp;
 mod agent_anthropic;
 mod agent_loop;
 mod agent_responses;
