@@ -9,6 +9,7 @@
 //! writer thread owns stdout, so every line goes out whole and in order. EOF ends every
 //! session (each child gets `shutdown`) and the adapter exits 0; a child never outlives it.
 
+pub mod config;
 pub mod map;
 pub mod rpc;
 pub mod session;
@@ -158,6 +159,20 @@ impl Adapter {
                 let _ = h.cmds.send(Cmd::Prompt {
                     id: id.clone(),
                     prompt: params["prompt"].clone(),
+                });
+            }
+            "session/set_config_option" => {
+                let Some(h) = self.session(id, &params) else { return };
+                let (Some(config), Some(value)) =
+                    (params["configId"].as_str(), params["value"].as_str())
+                else {
+                    let msg = "configId and a string value are required";
+                    return self.send(rpc::error(id, code::INVALID_PARAMS, msg));
+                };
+                let _ = h.cmds.send(Cmd::SetConfig {
+                    id: id.clone(),
+                    config: config.to_owned(),
+                    value: value.to_owned(),
                 });
             }
             _ => self.send(rpc::error(id, code::METHOD_NOT_FOUND, "no such method")),

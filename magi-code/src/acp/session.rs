@@ -3,6 +3,7 @@
 //! a loaded one, and runs each prompt as a turn, turning its events into `session/update`s
 //! and its approvals into `session/request_permission` requests.
 
+use super::config;
 use super::map::{self, PromptError};
 use super::rpc::{self, code};
 use crate::client::{Client, ClientError, Turn, Update};
@@ -19,8 +20,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::time::Duration;
 
 /// The backend capabilities the adapter uses.
-const CAPS: [&str; 10] = [
+const CAPS: [&str; 12] = [
     "session.create",
+    "model.catalog",
+    "selection.set",
     "session.open",
     "history.page",
     "turn.start",
@@ -50,6 +53,15 @@ pub enum Cmd {
     },
     /// `session/cancel`.
     Cancel,
+    /// `session/set_config_option` request `id`.
+    SetConfig {
+        /// The request's ID.
+        id: Value,
+        /// `params.configId`.
+        config: String,
+        /// `params.value`.
+        value: String,
+    },
     /// The editor's answer to permission request `id`.
     Permission {
         /// The adapter's request ID.
@@ -111,6 +123,7 @@ pub fn run(ctx: Ctx, start: Start, id: Value, cmds: Receiver<Cmd>, ready: Sender
     while let Ok(cmd) = cmds.recv() {
         match cmd {
             Cmd::Prompt { id, prompt } => s.prompt(&id, &prompt, &cmds),
+            Cmd::SetConfig { id, config, value } => s.set_config(&id, &config, &value),
             Cmd::Close => break,
             // Nothing runs: a cancel or a late answer has nothing to act on.
             Cmd::Cancel | Cmd::Permission { .. } => {}
@@ -165,11 +178,15 @@ fn open(ctx: &Ctx, start: &Start, id: &Value) -> Option<(Client, String)> {
             return fail(code, &refusal(&e));
         }
     };
+    let options = config::read(&mut client).map_or(Value::Null, |o| o.describe());
     match start {
-        Start::New => ctx.send(rpc::response_line(id, json!({"sessionId": r.session_id}))),
+        Start::New => {
+            let result = json!({"sessionId": r.session_id, "configOptions": options});
+            ctx.send(rpc::response_line(id, result));
+        }
         Start::Load(_) => {
             replay(ctx, &mut client, &r);
-            ctx.send(rpc::response_line(id, json!({})));
+            ctx.send(rpc::response_line(id, json!({"configOptions": options})));
         }
     }
     Some((client, r.session_id))
@@ -234,6 +251,21 @@ struct Live {
 }
 
 impl Session {
+    /// `session/set_config_option`: the model or the effort through `selection.set`, then
+    /// every option as it now stands.
+    fn set_config(&mut self, id: &Value, config: &str, value: &str) {
+        let Some(now) = config::read(&mut self.client) else {
+            let msg = "the backend did not say its selection";
+            return self.ctx.send(rpc::error(id, code::INTERNAL, msg));
+        };
+        if let Err((code, why)) = now.set(&mut self.client, &self.sid, config, value) {
+            return self.ctx.send(rpc::error(id, code, &why));
+        }
+        let options = config::read(&mut self.client).map_or(Value::Null, |o| o.describe());
+        self.ctx
+            .send(rpc::response_line(id, json!({"configOptions": options})));
+    }
+
     /// Runs prompt request `id` as a turn to its end, reading commands between events.
     fn prompt(&mut self, id: &Value, prompt: &Value, cmds: &Receiver<Cmd>) {
         let text = match map::prompt_text(prompt) {
@@ -325,8 +357,8 @@ impl Session {
                     // A late answer (the request expired or the turn ended) is stale: no harm.
                     let _ = self.client.send_detached(Call::ApprovalAnswer(params));
                 }
-                Cmd::Prompt { id, .. } => {
-                    let msg = "a prompt is already running in this session";
+                Cmd::Prompt { id, .. } | Cmd::SetConfig { id, .. } => {
+                    let msg = "a prompt is running in this session";
                     self.ctx.send(rpc::error(&id, code::INVALID_REQUEST, msg));
                 }
                 Cmd::Close => {

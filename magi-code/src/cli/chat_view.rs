@@ -3,7 +3,7 @@
 //! `magi-code chat`").
 
 use crate::wire::events::{ActivityData, ActivityKind, ActivityState};
-use crate::wire::requests::SnapshotPageParams;
+pub use crate::client::next_page;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -223,19 +223,4 @@ impl Cells {
             ""
         }
     }
-}
-
-/// The params of the page after one that answered `cursor` and `complete` at `revision`; `None`
-/// after the last page.
-pub fn next_page(
-    revision: String,
-    cursor: Option<String>,
-    complete: bool,
-) -> Option<SnapshotPageParams> {
-    let cursor = cursor.filter(|_| !complete)?;
-    Some(SnapshotPageParams {
-        revision: Some(revision),
-        cursor: Some(cursor),
-        limit: None,
-    })
 }

@@ -372,3 +372,20 @@ fn decode<R: MethodResult>(method: &'static str, body: ResponseBody) -> Result<R
         ResponseBody::Result(_) => Err(ClientError::WrongResultType(method)),
     }
 }
+
+/// The params of the page after one that answered `cursor` and `complete` at `revision`; `None`
+/// after the last page.
+#[must_use]
+pub fn next_page(
+    revision: String,
+    cursor: Option<String>,
+    complete: bool,
+) -> Option<crate::wire::requests::SnapshotPageParams> {
+    let cursor = cursor.filter(|_| !complete)?;
+    Some(crate::wire::requests::SnapshotPageParams {
+        revision: Some(revision),
+        cursor: Some(cursor),
+        limit: None,
+    })
+}
+
