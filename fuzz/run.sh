@@ -18,7 +18,7 @@ scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
 failed=()
-for target in framing envelope engine sse anthropic openai_chat openai_responses mcp_jsonrpc mcp_http_answer profile_front_matter run code_host_lines history claude_cli; do
+for target in framing envelope engine sse anthropic openai_chat openai_responses mcp_jsonrpc mcp_http_answer profile_front_matter run code_host_lines history claude_cli acp_rpc; do
     args=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=60 -print_final_stats=1)
     case "$target" in
         engine | envelope) args+=(-max_len=70000) ;;

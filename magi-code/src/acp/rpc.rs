@@ -195,6 +195,20 @@ impl Lines {
     }
 }
 
+/// Fuzz entry: any bytes through the line splitter (in two pieces, so a line spans pushes),
+/// each line classified and each prompt read, without a panic.
+pub fn fuzz(data: &[u8]) {
+    let mut lines = Lines::default();
+    let cut = data.first().map_or(0, |b| usize::from(*b)).min(data.len());
+    let (a, b) = data.split_at(cut);
+    for piece in lines.push(a).into_iter().chain(lines.push(b)) {
+        let Piece::Line(l) = piece else { continue };
+        if let Incoming::Request { params, .. } = parse(&l) {
+            let _ = super::map::prompt_text(&params["prompt"]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

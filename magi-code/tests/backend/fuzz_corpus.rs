@@ -8,7 +8,7 @@ use std::path::Path;
 /// A fuzz entry point.
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 10] = [
+const TARGETS: [(&str, Entry); 11] = [
     ("sse", fuzzing::sse),
     ("anthropic", fuzzing::anthropic),
     ("openai_chat", fuzzing::openai_chat),
@@ -22,6 +22,7 @@ const TARGETS: [(&str, Entry); 10] = [
     ),
     ("history", magi_code::history::fuzz),
     ("claude_cli", magi_code::providers::claude_cli::fuzz),
+    ("acp_rpc", magi_code::acp::rpc::fuzz),
 ];
 
 /// Runs every file of `fuzz/<kind>/<target>` through `entry`; returns how many there were
