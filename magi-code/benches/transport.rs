@@ -1,7 +1,8 @@
 //! Transport benchmark: prints one table.
 //!
 //! - spawn → `initialize` response latency (median of many spawns), with the floor's
-//!   spawn → first response beside it;
+//!   spawn → first response beside it; the same for `magi-code acp`'s ACP `initialize`, and
+//!   its `session/new` (a backend child started) after it;
 //! - pipelined `status` round trips per second over real pipes, against the floor program
 //!   (`support/floor.rs`, this executable run as `mc-floor`: read a line, parse it with serde_json, write a fixed response);
 //! - peak resident memory while fed 1 GiB of malformed lines, and while fed an oversize line.
@@ -77,6 +78,45 @@ fn startup(bin: &str, runs: usize) -> Vec<f64> {
             ms
         })
         .collect()
+}
+
+/// `magi-code acp`: spawn → its `initialize` answer, then → its `session/new` answer (a
+/// backend child started, initialized, a session created), in ms.
+fn acp_startup(runs: usize) -> (Vec<f64>, Vec<f64>) {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
+    (0..runs)
+        .map(|_| {
+            let home = tempfile::tempdir().unwrap();
+            let t0 = Instant::now();
+            let mut child = std::process::Command::new(SERVER)
+                .arg("acp")
+                .env("MC_HOME", home.path())
+                .current_dir(home.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn acp");
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(stdin, "{init}").unwrap();
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            let init_ms = t0.elapsed().as_secs_f64() * 1e3;
+            assert!(line.contains("\"protocolVersion\":1"), "acp initialize answered");
+            let new = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": home.path(), "mcpServers": []}});
+            let t1 = Instant::now();
+            writeln!(stdin, "{new}").unwrap();
+            line.clear();
+            out.read_line(&mut line).unwrap();
+            let new_ms = t1.elapsed().as_secs_f64() * 1e3;
+            assert!(line.contains("sessionId"), "session/new answered: {line}");
+            drop(stdin);
+            let _ = child.wait();
+            (init_ms, new_ms)
+        })
+        .unzip()
 }
 
 /// Round trips per second for `n` pipelined requests after initialize.
@@ -433,6 +473,7 @@ fn main() {
 
     let mut s_server = startup(SERVER, spawns);
     let mut s_floor = startup(FLOOR, spawns);
+    let (mut acp_init, mut acp_new) = acp_startup(spawns);
     let mut t_server: Vec<f64> = Vec::new();
     let mut t_floor: Vec<f64> = Vec::new();
     // Interleave so both see the same machine conditions.
@@ -458,6 +499,18 @@ fn main() {
         pct(&mut s_server, 0.9),
         pct(&mut s_floor, 0.9),
         if ms < 10.0 { "met" } else { "MISSED" }
+    );
+    let acp_ms = median(&mut acp_init);
+    println!(
+        "| `acp`: spawn → ACP initialize answer, median of {spawns} (p90) | {acp_ms:.2} ms ({:.2}) | {floor_ms:.2} ms | < 10 ms | {} |",
+        pct(&mut acp_init, 0.9),
+        if acp_ms < 10.0 { "met" } else { "MISSED" }
+    );
+    let new_ms = median(&mut acp_new);
+    println!(
+        "| `acp`: then session/new (a serve child started and initialized, a session created), median (p90) | {new_ms:.2} ms ({:.2}) | – | < 100 ms | {} |",
+        pct(&mut acp_new, 0.9),
+        if new_ms < 100.0 { "met" } else { "MISSED" }
     );
     println!(
         "| pipelined status round trips/s, {n} per child, median of {rounds} | {tp:.0} | {tpf:.0} | ≥ 70% of floor | {:.0}% {} |",
