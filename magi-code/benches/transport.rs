@@ -103,7 +103,10 @@ fn acp_startup(runs: usize) -> (Vec<f64>, Vec<f64>) {
             let mut line = String::new();
             out.read_line(&mut line).unwrap();
             let init_ms = t0.elapsed().as_secs_f64() * 1e3;
-            assert!(line.contains("\"protocolVersion\":1"), "acp initialize answered");
+            assert!(
+                line.contains("\"protocolVersion\":1"),
+                "acp initialize answered"
+            );
             let new = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
                 "params": {"cwd": home.path(), "mcpServers": []}});
             let t1 = Instant::now();

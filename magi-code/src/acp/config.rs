@@ -26,7 +26,9 @@ pub struct Options {
 
 /// Reads the selection (`status`) and the catalog; `None` when `status` fails.
 pub fn read(client: &mut Client) -> Option<Options> {
-    let status: Status = client.call(Call::Status(crate::wire::requests::EmptyParams {})).ok()?;
+    let status: Status = client
+        .call(Call::Status(crate::wire::requests::EmptyParams {}))
+        .ok()?;
     let sel = status.selection?;
     let mut params = SnapshotPageParams::default();
     let (mut catalog, mut choices) = (String::new(), Vec::new());
@@ -59,7 +61,11 @@ impl Options {
     pub fn describe(&self) -> Value {
         let current = format!("{}/{}", self.provider, self.model);
         let mut models: Vec<Value> = Vec::new();
-        if !self.choices.iter().any(|c| c.provider == self.provider && c.model == self.model) {
+        if !self
+            .choices
+            .iter()
+            .any(|c| c.provider == self.provider && c.model == self.model)
+        {
             models.push(json!({"value": current, "name": self.model}));
         }
         for c in &self.choices {
@@ -82,7 +88,13 @@ impl Options {
     }
 
     /// `selection.set` for option `id` set to `value`; the code and words of a refusal.
-    pub fn set(&self, client: &mut Client, sid: &str, id: &str, value: &str) -> Result<(), (i64, String)> {
+    pub fn set(
+        &self,
+        client: &mut Client,
+        sid: &str,
+        id: &str,
+        value: &str,
+    ) -> Result<(), (i64, String)> {
         let bad = |what: &str| Err((code::INVALID_PARAMS, what.to_owned()));
         let (provider, model, effort) = match id {
             "model" => {

@@ -71,9 +71,19 @@ pub fn acp() -> i32 {
         sessions: HashMap::new(),
     };
     a.read(std::io::stdin().lock());
-    for (_, h) in a.sessions.drain() {
-        let _ = h.cmds.send(Cmd::Close);
-        let _ = h.thread.join();
+    // Every session at once: each ends its turn and shuts its child down; then the joins.
+    let ending: Vec<JoinHandle<()>> = a
+        .sessions
+        .drain()
+        .map(|(_, h)| {
+            let _ = h.cmds.send(Cmd::Close);
+            // Dropped so a session that took `Close` mid-turn sees the end of its channel.
+            drop(h.cmds);
+            h.thread
+        })
+        .collect();
+    for thread in ending {
+        let _ = thread.join();
     }
     drop(a.out);
     let _ = writer.join();
@@ -162,7 +172,9 @@ impl Adapter {
                 });
             }
             "session/set_config_option" => {
-                let Some(h) = self.session(id, &params) else { return };
+                let Some(h) = self.session(id, &params) else {
+                    return;
+                };
                 let (Some(config), Some(value)) =
                     (params["configId"].as_str(), params["value"].as_str())
                 else {

@@ -2,8 +2,8 @@
 //! tool card lines, and Code Mode cells shown as one block (`docs/code-mode.md`, "In
 //! `magi-code chat`").
 
-use crate::wire::events::{ActivityData, ActivityKind, ActivityState};
 pub use crate::client::next_page;
+use crate::wire::events::{ActivityData, ActivityKind, ActivityState};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;

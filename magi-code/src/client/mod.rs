@@ -388,4 +388,3 @@ pub fn next_page(
         limit: None,
     })
 }
-

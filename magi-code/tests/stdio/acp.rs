@@ -163,7 +163,20 @@ struct Acp {
 
 impl Acp {
     fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// An adapter whose `MC_HOME` holds `settings` (with the script of `script` turns).
+    fn start_with(script: Option<Value>) -> Self {
         let home = tempfile::tempdir().unwrap();
+        if let Some(turns) = script {
+            let mc = home.path().join("mc");
+            std::fs::create_dir_all(&mc).unwrap();
+            let path = home.path().join("script.json");
+            std::fs::write(&path, json!({ "turns": turns }).to_string()).unwrap();
+            let settings = json!({"model": "script", "providers": {"scripted": {"script": path}}});
+            std::fs::write(mc.join("settings.json"), settings.to_string()).unwrap();
+        }
         let cwd = tempfile::tempdir().unwrap();
         let mut child = Command::new(EXE)
             .arg("acp")
@@ -432,4 +445,39 @@ fn a_backend_child_never_outlives_the_adapter() {
     a.child.wait().unwrap();
     let gone = within(WAIT, || backends.iter().all(|p| !alive(*p)).then_some(()));
     assert!(gone.is_some(), "a backend outlived the adapter");
+}
+
+#[test]
+fn eof_during_a_turn_ends_it_and_the_adapter_exits_0() {
+    let turns = json!([{"steps": [{"text": "slow"}, {"sleep_ms": 30000}, {"text": " never"}]}]);
+    let mut a = Acp::start_with(Some(turns));
+    a.initialize();
+    let sid = a.new_session();
+    let backends = children(a.child.id());
+    let prompt = json!({"jsonrpc": "2.0", "id": 30, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}});
+    a.send(&prompt.to_string());
+    // The turn runs: its first chunk came.
+    loop {
+        let v = a.next();
+        if v["params"]["update"]["content"]["text"] == "slow" {
+            break;
+        }
+    }
+    let started = std::time::Instant::now();
+    drop(a.stdin.take());
+    let r = a.answer(&json!(30));
+    assert_eq!(
+        error_code(&r),
+        -32603,
+        "the prompt ends with the adapter: {r}"
+    );
+    let status = within(WAIT, || a.child.try_wait().unwrap()).expect("the adapter exits");
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(backends.iter().all(|p| !alive(*p)));
 }
