@@ -16,7 +16,7 @@ const TARGETS: [(&str, Target); 3] = [
 
 /// Corpora of magi-code's targets, replayed by `magi-code/tests/backend/fuzz_corpus.rs` (`run`:
 /// by `run::fuzzing`'s own test).
-const MAGI_CODE_TARGETS: [&str; 11] = [
+const MAGI_CODE_TARGETS: [&str; 12] = [
     "sse",
     "anthropic",
     "openai_chat",
@@ -28,6 +28,7 @@ const MAGI_CODE_TARGETS: [&str; 11] = [
     "mcp_http_answer",
     "history",
     "claude_cli",
+    "acp_rpc",
 ];
 
 fn fuzz_dir() -> PathBuf {

@@ -166,15 +166,24 @@ impl Acp {
         Self::start_with(None)
     }
 
-    /// An adapter whose `MC_HOME` holds `settings` (with the script of `script` turns).
+    /// An adapter whose `MC_HOME` settings play the script of `script` turns.
     fn start_with(script: Option<Value>) -> Self {
+        Self::start_with_settings(script, json!({}))
+    }
+
+    /// [`Acp::start_with`], with `extra` settings merged in.
+    fn start_with_settings(script: Option<Value>, extra: Value) -> Self {
         let home = tempfile::tempdir().unwrap();
         if let Some(turns) = script {
             let mc = home.path().join("mc");
             std::fs::create_dir_all(&mc).unwrap();
             let path = home.path().join("script.json");
             std::fs::write(&path, json!({ "turns": turns }).to_string()).unwrap();
-            let settings = json!({"model": "script", "providers": {"scripted": {"script": path}}});
+            let mut settings =
+                json!({"model": "script", "providers": {"scripted": {"script": path}}});
+            for (k, v) in extra.as_object().unwrap() {
+                settings[k] = v.clone();
+            }
             std::fs::write(mc.join("settings.json"), settings.to_string()).unwrap();
         }
         let cwd = tempfile::tempdir().unwrap();
@@ -480,4 +489,36 @@ fn eof_during_a_turn_ends_it_and_the_adapter_exits_0() {
         started.elapsed()
     );
     assert!(backends.iter().all(|p| !alive(*p)));
+}
+
+#[test]
+fn the_step_limit_is_max_turn_requests_and_a_failed_turn_says_why() {
+    let prompt = |a: &mut Acp, sid: &str, id: u64| {
+        a.call(
+            id,
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}),
+        )
+    };
+    let steps = json!([{"steps": [{"tool": {"name": "list_dir", "input": {"path": "."}}},
+        {"text": "done"}]}]);
+    let mut a = Acp::start_with_settings(Some(steps), json!({"runner": {"max_steps": 1}}));
+    a.initialize();
+    let sid = a.new_session();
+    let r = prompt(&mut a, &sid, 40);
+    assert_eq!(r["result"]["stopReason"], "max_turn_requests", "{r}");
+    assert_eq!(a.end(), 0);
+
+    let mut a = Acp::start_with(Some(json!([{"steps": [{"fail": "boom"}]}])));
+    a.initialize();
+    let sid = a.new_session();
+    let r = prompt(&mut a, &sid, 41);
+    assert_eq!(error_code(&r), -32603, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the turn failed: "), "{message}");
+    assert!(
+        message.ends_with(')'),
+        "the code follows the words: {message}"
+    );
+    assert_eq!(a.end(), 0);
 }
