@@ -243,7 +243,7 @@ struct Live {
     /// The last proposed diff, by activity.
     diff: Option<(String, String)>,
     /// Permission requests out, by ID: the approval each answers.
-    asked: HashMap<String, ApprovalRequestedData>,
+    asked: HashMap<String, (ApprovalRequestedData, String)>,
     /// `session/cancel` came.
     cancelled: bool,
     /// The run's `step_limit` diagnostic came.
@@ -301,6 +301,7 @@ impl Session {
                 break;
             }
         }
+        self.withdraw(&mut live, None);
         let Some(end) = turn.finished() else { return };
         let outcome = map::word(&end.outcome);
         let answer = if live.cancelled && outcome != "completed" {
@@ -341,7 +342,7 @@ impl Session {
                     let _ = self.client.send_detached(Call::TurnCancel(params));
                 }
                 Cmd::Permission { id, outcome } => {
-                    let Some(a) = live.asked.remove(&id) else {
+                    let Some((a, _)) = live.asked.remove(&id) else {
                         continue;
                     };
                     let allow = outcome.is_ok_and(|r| {
@@ -415,6 +416,7 @@ impl Session {
                     }
                     state => {
                         live.running.retain(|(r, _)| r != id);
+                        self.withdraw(live, Some(id));
                         let fields = json!({"status": state, "title": a.summary});
                         self.ctx.update(&sid, map::tool_update(id, fields));
                     }
@@ -441,6 +443,23 @@ impl Session {
         }
     }
 
+    /// Withdraws the permission requests still open for tool call `call` (all, for `None`):
+    /// the call ended without an answer (the approval expired, or the turn was cancelled or
+    /// ended), so the editor may close its prompt (`$/cancel_request`).
+    fn withdraw(&mut self, live: &mut Live, call: Option<&str>) {
+        let open: Vec<String> = live
+            .asked
+            .iter()
+            .filter(|(_, (_, c))| call.is_none_or(|id| c == id))
+            .map(|(req, _)| req.clone())
+            .collect();
+        for req in open {
+            live.asked.remove(&req);
+            let params = json!({"requestId": req});
+            self.ctx.send(rpc::notification("$/cancel_request", params));
+        }
+    }
+
     /// Sends `session/request_permission` for approval `a`: the running tool it is about
     /// (with the proposed diff, when one came), allow once or reject once.
     fn ask(&mut self, a: &ApprovalRequestedData, live: &mut Live) {
@@ -456,7 +475,7 @@ impl Session {
         }
         self.next += 1;
         let id = format!("perm:{}:{}", self.sid, self.next);
-        live.asked.insert(id.clone(), a.clone());
+        live.asked.insert(id.clone(), (a.clone(), call_id.clone()));
         let options = json!([
             {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
             {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}

@@ -522,3 +522,48 @@ fn the_step_limit_is_max_turn_requests_and_a_failed_turn_says_why() {
     );
     assert_eq!(a.end(), 0);
 }
+
+#[test]
+fn a_permission_left_open_is_withdrawn_when_its_call_ends() {
+    let turns = json!([{"steps": [
+        {"tool": {"name": "write_file", "input": {"path": "a.txt", "content": "x"}}},
+        {"text": "after"}]}]);
+    let mut a = Acp::start_with(Some(turns));
+    a.initialize();
+    let sid = a.new_session();
+    let prompt = json!({"jsonrpc": "2.0", "id": 50, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "write"}]}});
+    a.send(&prompt.to_string());
+    let asked = loop {
+        let v = a.next();
+        if v["method"] == "session/request_permission" {
+            break v;
+        }
+    };
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}});
+    a.send(&cancel.to_string());
+    let mut withdrawn = false;
+    let answer = loop {
+        let v = a.next();
+        if v["method"] == "$/cancel_request" {
+            assert_eq!(v["params"]["requestId"], asked["id"]);
+            withdrawn = true;
+        }
+        if v["id"] == json!(50) {
+            break v;
+        }
+    };
+    assert!(
+        withdrawn,
+        "the open request was withdrawn before the answer"
+    );
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    // A late answer changes nothing.
+    let late = json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}});
+    a.send(&late.to_string());
+    let cwd = a.cwd.path().to_owned();
+    assert_eq!(a.end(), 0);
+    assert!(!cwd.join("a.txt").exists());
+}
