@@ -152,6 +152,9 @@ impl Adapter {
     }
 
     fn request(&mut self, id: &Value, method: &str, params: Value) {
+        // A session whose thread ended (its backend stopped) is gone: a prompt to it finds no
+        // session, and it can be loaded again.
+        self.sessions.retain(|_, h| !h.thread.is_finished());
         if method == "initialize" {
             return self.initialize(id, &params);
         }
@@ -166,10 +169,13 @@ impl Adapter {
                 let Some(h) = self.session(id, &params) else {
                     return;
                 };
-                let _ = h.cmds.send(Cmd::Prompt {
+                let cmd = Cmd::Prompt {
                     id: id.clone(),
                     prompt: params["prompt"].clone(),
-                });
+                };
+                if h.cmds.send(cmd).is_err() {
+                    self.ended(id, &params);
+                }
             }
             "session/set_config_option" => {
                 let Some(h) = self.session(id, &params) else {
@@ -181,13 +187,29 @@ impl Adapter {
                     let msg = "configId and a string value are required";
                     return self.send(rpc::error(id, code::INVALID_PARAMS, msg));
                 };
-                let _ = h.cmds.send(Cmd::SetConfig {
+                let cmd = Cmd::SetConfig {
                     id: id.clone(),
                     config: config.to_owned(),
                     value: value.to_owned(),
-                });
+                };
+                if h.cmds.send(cmd).is_err() {
+                    self.ended(id, &params);
+                }
             }
             _ => self.send(rpc::error(id, code::METHOD_NOT_FOUND, "no such method")),
+        }
+    }
+
+    /// A session whose thread is gone (its child stopped, or it failed): the request gets an
+    /// error and the session is dropped, so the editor can load it again.
+    fn ended(&mut self, id: &Value, params: &Value) {
+        let msg = "the session's backend ended; load the session again";
+        self.send(rpc::error(id, code::INTERNAL, msg));
+        if let Some(h) = params["sessionId"]
+            .as_str()
+            .and_then(|s| self.sessions.remove(s))
+        {
+            let _ = h.thread.join();
         }
     }
 

@@ -122,7 +122,12 @@ pub fn run(ctx: Ctx, start: Start, id: Value, cmds: Receiver<Cmd>, ready: Sender
     };
     while let Ok(cmd) = cmds.recv() {
         match cmd {
-            Cmd::Prompt { id, prompt } => s.prompt(&id, &prompt, &cmds),
+            Cmd::Prompt { id, prompt } => {
+                if s.prompt(&id, &prompt, &cmds) {
+                    // The backend is gone: the session ends, and may be loaded again.
+                    break;
+                }
+            }
             Cmd::SetConfig { id, config, value } => s.set_config(&id, &config, &value),
             Cmd::Close => break,
             // Nothing runs: a cancel or a late answer has nothing to act on.
@@ -266,43 +271,52 @@ impl Session {
             .send(rpc::response_line(id, json!({"configOptions": options})));
     }
 
-    /// Runs prompt request `id` as a turn to its end, reading commands between events.
-    fn prompt(&mut self, id: &Value, prompt: &Value, cmds: &Receiver<Cmd>) {
+    /// Runs prompt request `id` as a turn to its end, reading commands between events; true
+    /// when the backend is gone (it stopped answering or broke its protocol), which ends the
+    /// session.
+    fn prompt(&mut self, id: &Value, prompt: &Value, cmds: &Receiver<Cmd>) -> bool {
+        let fail = |s: &Self, code: i64, msg: &str| s.ctx.send(rpc::error(id, code, msg));
         let text = match map::prompt_text(prompt) {
             Ok(t) => t,
             Err(e @ (PromptError::Invalid | PromptError::Unsupported | PromptError::TooLong)) => {
-                return self
-                    .ctx
-                    .send(rpc::error(id, code::INVALID_PARAMS, e.message()));
+                fail(self, code::INVALID_PARAMS, e.message());
+                return false;
             }
         };
         let mut turn = match self.client.start_turn(&self.sid, &text) {
             Ok(t) => t,
-            Err(e) => return self.ctx.send(rpc::error(id, code::INTERNAL, &refusal(&e))),
+            Err(e) => {
+                fail(self, code::INTERNAL, &refusal(&e));
+                return e.code().is_none();
+            }
         };
         let mut live = Live::default();
         loop {
             if let Some(end) = self.commands(cmds, &turn, &mut live) {
-                return self.ctx.send(rpc::error(id, code::INTERNAL, end));
+                fail(self, code::INTERNAL, end);
+                return false;
             }
             let e = match self.client.next_event(TICK) {
                 Ok(Some(e)) => e,
                 Ok(None) => continue,
                 Err(_) => {
-                    let msg = "the backend stopped during the turn";
-                    return self.ctx.send(rpc::error(id, code::INTERNAL, msg));
+                    fail(self, code::INTERNAL, "the backend stopped during the turn");
+                    return true;
                 }
             };
             let Ok(update) = turn.apply(&e) else {
                 let msg = "the backend broke its protocol during the turn";
-                return self.ctx.send(rpc::error(id, code::INTERNAL, msg));
+                fail(self, code::INTERNAL, msg);
+                return true;
             };
             if self.event(&e, update, &mut live) {
                 break;
             }
         }
         self.withdraw(&mut live, None);
-        let Some(end) = turn.finished() else { return };
+        let Some(end) = turn.finished() else {
+            return false;
+        };
         let outcome = map::word(&end.outcome);
         let answer = if live.cancelled && outcome != "completed" {
             Ok("cancelled")
@@ -313,8 +327,9 @@ impl Session {
             Ok(reason) => self
                 .ctx
                 .send(rpc::response_line(id, json!({"stopReason": reason}))),
-            Err(why) => self.ctx.send(rpc::error(id, code::INTERNAL, &why)),
+            Err(why) => fail(self, code::INTERNAL, &why),
         }
+        false
     }
 
     /// Reads the commands that came while a turn runs; `Some(message)` when the adapter is

@@ -567,3 +567,40 @@ fn a_permission_left_open_is_withdrawn_when_its_call_ends() {
     assert_eq!(a.end(), 0);
     assert!(!cwd.join("a.txt").exists());
 }
+
+#[test]
+fn a_session_whose_backend_died_ends_and_loads_again() {
+    let mut a = Acp::start();
+    a.initialize();
+    let sid = a.new_session();
+    let prompt = |a: &mut Acp, id: u64| {
+        a.call(
+            id,
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}),
+        )
+    };
+    let r = prompt(&mut a, 60);
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    let backends = children(a.child.id());
+    assert_eq!(backends.len(), 1);
+    // SAFETY: kill(2) with a pid this test's adapter started.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(backends[0] as libc::pid_t, libc::SIGKILL);
+    }
+    let r = prompt(&mut a, 61);
+    assert_eq!(error_code(&r), -32603, "{r}");
+    let r = prompt(&mut a, 62);
+    assert_eq!(error_code(&r), -32002, "the session ended: {r}");
+    let cwd = a.cwd.path().to_owned();
+    let r = a.call(
+        63,
+        "session/load",
+        json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}),
+    );
+    assert!(r.get("result").is_some(), "loaded again: {r}");
+    let r = prompt(&mut a, 64);
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(a.end(), 0);
+}
