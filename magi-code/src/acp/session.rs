@@ -15,6 +15,7 @@ use crate::wire::results::{HistoryPageResult, SessionResult};
 use crate::wire::{Call, Event};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::time::Duration;
@@ -123,12 +124,20 @@ pub fn run(ctx: Ctx, start: Start, id: Value, cmds: Receiver<Cmd>, ready: Sender
     while let Ok(cmd) = cmds.recv() {
         match cmd {
             Cmd::Prompt { id, prompt } => {
-                if s.prompt(&id, &prompt, &cmds) {
+                // A panic is a bug: the request still gets an answer, and the session ends.
+                let gone = catch_unwind(AssertUnwindSafe(|| s.prompt(&id, &prompt, &cmds)))
+                    .unwrap_or_else(|_| s.failed(&id));
+                if gone {
                     // The backend is gone: the session ends, and may be loaded again.
                     break;
                 }
             }
-            Cmd::SetConfig { id, config, value } => s.set_config(&id, &config, &value),
+            Cmd::SetConfig { id, config, value } => {
+                let set = catch_unwind(AssertUnwindSafe(|| s.set_config(&id, &config, &value)));
+                if set.is_err() && s.failed(&id) {
+                    break;
+                }
+            }
             Cmd::Close => break,
             // Nothing runs: a cancel or a late answer has nothing to act on.
             Cmd::Cancel | Cmd::Permission { .. } => {}
@@ -256,6 +265,13 @@ struct Live {
 }
 
 impl Session {
+    /// Answers request `id` after a panic while serving it; true (the session must end).
+    fn failed(&self, id: &Value) -> bool {
+        let msg = "the agent failed while serving this request; load the session again";
+        self.ctx.send(rpc::error(id, code::INTERNAL, msg));
+        true
+    }
+
     /// `session/set_config_option`: the model or the effort through `selection.set`, then
     /// every option as it now stands.
     fn set_config(&mut self, id: &Value, config: &str, value: &str) {
