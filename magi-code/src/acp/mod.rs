@@ -31,6 +31,7 @@ const OUT_QUEUE: usize = 256;
 /// A running session: its command channel and its thread.
 struct Handle {
     cmds: Sender<Cmd>,
+    gate: session::Gate,
     thread: JoinHandle<()>,
 }
 
@@ -76,7 +77,7 @@ pub fn acp() -> i32 {
         .sessions
         .drain()
         .map(|(_, h)| {
-            let _ = h.cmds.send(Cmd::Close);
+            session::deliver(&h.gate, &h.cmds, Cmd::Close);
             // Dropped so a session that took `Close` mid-turn sees the end of its channel.
             drop(h.cmds);
             h.thread
@@ -134,7 +135,7 @@ impl Adapter {
                         .as_str()
                         .and_then(|s| self.sessions.get(s))
                     {
-                        let _ = h.cmds.send(Cmd::Cancel);
+                        session::deliver(&h.gate, &h.cmds, Cmd::Cancel);
                     }
                 }
             }
@@ -142,10 +143,11 @@ impl Adapter {
                 let Some(id) = id.as_str() else { return };
                 let sid = session::session_of_request(id);
                 if let Some(h) = sid.and_then(|s| self.sessions.get(s)) {
-                    let _ = h.cmds.send(Cmd::Permission {
+                    let cmd = Cmd::Permission {
                         id: id.to_owned(),
                         outcome,
-                    });
+                    };
+                    session::deliver(&h.gate, &h.cmds, cmd);
                 }
             }
         }
@@ -173,7 +175,7 @@ impl Adapter {
                     id: id.clone(),
                     prompt: params["prompt"].clone(),
                 };
-                if h.cmds.send(cmd).is_err() {
+                if !session::deliver(&h.gate, &h.cmds, cmd) {
                     self.ended(id, &params);
                 }
             }
@@ -192,7 +194,7 @@ impl Adapter {
                     config: config.to_owned(),
                     value: value.to_owned(),
                 };
-                if h.cmds.send(cmd).is_err() {
+                if !session::deliver(&h.gate, &h.cmds, cmd) {
                     self.ended(id, &params);
                 }
             }
@@ -257,6 +259,15 @@ impl Adapter {
             let msg = "cwd (an absolute path) and mcpServers (an array) are required";
             return self.send(rpc::error(id, code::INVALID_PARAMS, msg));
         };
+        // A session that is ending (its gate closed) is waited for, so it can be loaded again.
+        let ending = sid.and_then(|s| self.sessions.get(s)).is_some_and(|h| {
+            !*h.gate
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
+        if let (true, Some(h)) = (ending, sid.and_then(|s| self.sessions.remove(s))) {
+            let _ = h.thread.join();
+        }
         let start = match (load, sid) {
             (false, _) => Start::New,
             (true, Some(s)) if !self.sessions.contains_key(s) => Start::Load(s.to_owned()),
@@ -280,17 +291,18 @@ impl Adapter {
         };
         let (cmds, rx) = mpsc::channel();
         let (ready_tx, ready) = mpsc::channel();
-        let id2 = id.clone();
+        let gate: session::Gate = std::sync::Arc::new(std::sync::Mutex::new(true));
+        let (id2, gate2) = (id.clone(), gate.clone());
         let thread = std::thread::Builder::new()
             .name("acp-session".to_owned())
-            .spawn(move || session::run(ctx, start, id2, rx, ready_tx));
+            .spawn(move || session::run(ctx, start, id2, rx, ready_tx, gate2));
         let Ok(thread) = thread else {
             return self.send(rpc::error(id, code::INTERNAL, "no thread for the session"));
         };
         // The session answered its request (after the replay, for a load) before this.
         match ready.recv() {
             Ok(Some(sid)) => {
-                self.sessions.insert(sid, Handle { cmds, thread });
+                self.sessions.insert(sid, Handle { cmds, gate, thread });
             }
             _ => {
                 let _ = thread.join();

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The backend capabilities the adapter uses.
@@ -106,10 +107,40 @@ impl Ctx {
     }
 }
 
+/// Whether a session still takes commands: the adapter sends only while it holds the lock and
+/// the gate is open, and the session closes it (answering what was queued) before it ends, so
+/// no request is ever dropped unanswered.
+pub type Gate = Arc<Mutex<bool>>;
+
+/// Sends `cmd` through `gate`; false when the session no longer takes commands.
+pub fn deliver(gate: &Gate, cmds: &Sender<Cmd>, cmd: Cmd) -> bool {
+    let open = gate.lock().unwrap_or_else(PoisonError::into_inner);
+    *open && cmds.send(cmd).is_ok()
+}
+
+/// Closes `gate` and answers every request still queued: the session is ending.
+fn close(gate: &Gate, cmds: &Receiver<Cmd>, ctx: &Ctx) {
+    let mut open = gate.lock().unwrap_or_else(PoisonError::into_inner);
+    *open = false;
+    while let Ok(cmd) = cmds.try_recv() {
+        if let Cmd::Prompt { id, .. } | Cmd::SetConfig { id, .. } = cmd {
+            let msg = "the session's backend ended; load the session again";
+            ctx.send(rpc::error(&id, code::INTERNAL, msg));
+        }
+    }
+}
+
 /// Runs one session until `Close` or the adapter's end: answers request `id` (the
 /// `session/new` or `session/load`) once the backend session exists, reporting the session
-/// ID through `ready` (`None` when it failed).
-pub fn run(ctx: Ctx, start: Start, id: Value, cmds: Receiver<Cmd>, ready: Sender<Option<String>>) {
+/// ID through `ready` (`None` when it failed); `gate` closes before it ends.
+pub fn run(
+    ctx: Ctx,
+    start: Start,
+    id: Value,
+    cmds: Receiver<Cmd>,
+    ready: Sender<Option<String>>,
+    gate: Gate,
+) {
     let Some((mut client, sid)) = open(&ctx, &start, &id) else {
         let _ = ready.send(None);
         return;
@@ -143,6 +174,7 @@ pub fn run(ctx: Ctx, start: Start, id: Value, cmds: Receiver<Cmd>, ready: Sender
             Cmd::Cancel | Cmd::Permission { .. } => {}
         }
     }
+    close(&gate, &cmds, &s.ctx);
     client = s.client;
     client.shutdown(SHUTDOWN_WAIT);
 }

@@ -591,8 +591,12 @@ fn a_session_whose_backend_died_ends_and_loads_again() {
     }
     let r = prompt(&mut a, 61);
     assert_eq!(error_code(&r), -32603, "{r}");
+    // Answered either way: by the ending session, or as no session once it is gone.
     let r = prompt(&mut a, 62);
-    assert_eq!(error_code(&r), -32002, "the session ended: {r}");
+    assert!(
+        [-32603, -32002].contains(&error_code(&r)),
+        "the session ended: {r}"
+    );
     let cwd = a.cwd.path().to_owned();
     let r = a.call(
         63,
