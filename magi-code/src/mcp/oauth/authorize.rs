@@ -1,6 +1,8 @@
 //! A saved OAuth token as the HTTP transport's [`Authorize`]: sent as `Bearer`, refreshed
 //! first when it expires within 60 s (unless it has no refresh token: then it is sent as it
-//! is, `decisions.md` 42), refreshed once after a `401`. A refresh re-reads the file under its
+//! is, `decisions.md` 42), refreshed once after a `401`. A token this process refreshed is
+//! then used until it expires (one rotation per start for short-lived tokens, not one per
+//! request). A refresh re-reads the file under its
 //! lock (another process may have refreshed already), and saves the new tokens before they
 //! are used.
 
@@ -26,6 +28,10 @@ pub struct OAuthAuthorize {
     /// The clock's instant and the Unix milliseconds it stood for.
     epoch: (Instant, u64),
     send: SendToken,
+    /// The token was refreshed (or taken fresh from the file) by this process: it is used
+    /// until it has expired, not refreshed again within its last 60 s, so a server whose
+    /// tokens live under a minute is not sent a rotation before every request.
+    fresh: bool,
 }
 
 impl std::fmt::Debug for OAuthAuthorize {
@@ -80,6 +86,7 @@ impl OAuthAuthorize {
             clock,
             epoch,
             send,
+            fresh: false,
         })
     }
 
@@ -102,6 +109,7 @@ impl OAuthAuthorize {
         if saved.access_token != self.token.access_token && !expires_soon(&saved, now) {
             remember(&saved);
             self.token = saved;
+            self.fresh = true;
             return Ok(());
         }
         let post = refresh_request(&saved).ok_or(AuthError::Refused)?;
@@ -113,6 +121,7 @@ impl OAuthAuthorize {
             .put(&self.name, fresh.clone())
             .map_err(|_| AuthError::Store)?;
         self.token = fresh;
+        self.fresh = true;
         Ok(())
     }
 }
@@ -132,7 +141,13 @@ fn remember(t: &Token) {
 
 impl Authorize for OAuthAuthorize {
     fn header(&mut self) -> Result<Option<String>, AuthError> {
-        if self.token.refresh_token.is_some() && expires_soon(&self.token, self.now_ms()) {
+        let now = self.now_ms();
+        let due = if self.fresh {
+            self.token.expires_at_ms.is_some_and(|at| at <= now)
+        } else {
+            expires_soon(&self.token, now)
+        };
+        if self.token.refresh_token.is_some() && due {
             self.refresh()?;
         }
         Ok(Some(format!("Bearer {}", self.token.access_token)))

@@ -212,7 +212,10 @@ fn over_the_network_a_rotating_endpoint_is_saved_and_a_refusing_one_is_refused()
     assert_eq!(a.header().unwrap().as_deref(), Some("Bearer net-1"));
     assert!(bodies.recv().unwrap().contains("refresh_token=rt-0"));
     assert_eq!(saved(&home).refresh_token.as_deref(), Some("net-rt-1"));
-    // It expires in 60 s: within the bound, so the next header refreshes with the rotated one.
+    // It expires in 60 s, but this process just got it: it is used as it is.
+    assert_eq!(a.header().unwrap().as_deref(), Some("Bearer net-1"));
+    // A 401 refreshes, with the rotated refresh token.
+    assert_eq!(a.refresh_after_401(), Ok(true));
     assert_eq!(a.header().unwrap().as_deref(), Some("Bearer net-2"));
     let body = bodies.recv().unwrap();
     assert!(body.contains("refresh_token=net-rt-1"), "{body}");
@@ -243,4 +246,40 @@ fn loaded_and_refreshed_tokens_are_registered_with_redaction() {
         "got fresh-opaque-value-9317 and rotated-opaque-value-5521",
     );
     assert_eq!(shown, "got [redacted] and [redacted]");
+}
+
+#[test]
+fn a_short_lived_token_this_process_got_is_used_until_it_expires_not_refreshed_per_request() {
+    // The saved token expires within 60 s: the first request refreshes. The answer lives only
+    // 30 s: it is used for every request until it has expired, then refreshed once more.
+    let home = home_with(1_030_000, Some("rt-0"), "https://auth.example/token");
+    let clock = Arc::new(FakeClock::default());
+    let (send, seen) = fake_send(vec![
+        (
+            200,
+            r#"{"access_token":"at-1","token_type":"Bearer","expires_in":30,"refresh_token":"rt-1"}"#,
+        ),
+        (
+            200,
+            r#"{"access_token":"at-2","token_type":"Bearer","expires_in":30,"refresh_token":"rt-2"}"#,
+        ),
+    ]);
+    let mut a =
+        OAuthAuthorize::new(home.path(), "docs", URL, clock.clone(), 1_000_000, send).unwrap();
+    assert_eq!(a.header().unwrap().as_deref(), Some("Bearer at-1"));
+    for _ in 0..5 {
+        clock.advance(5_000);
+        assert_eq!(a.header().unwrap().as_deref(), Some("Bearer at-1"));
+    }
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "one rotation for six requests"
+    );
+    clock.advance(4_999); // 1 ms left
+    assert_eq!(a.header().unwrap().as_deref(), Some("Bearer at-1"));
+    clock.advance(1); // expired
+    assert_eq!(a.header().unwrap().as_deref(), Some("Bearer at-2"));
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert_eq!(saved(&home).refresh_token.as_deref(), Some("rt-2"));
 }
