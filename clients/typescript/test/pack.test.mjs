@@ -1,4 +1,4 @@
-// The package as another project gets it: `npm pack` (which builds, through `prepack`), the
+// The package as another project gets it: `npm pack` of the built package, the
 // tarball installed into a fresh folder outside this repository with no network, then a
 // program there importing `@magi-code/client` by name: `doctor` on a broken and a sound
 // setup, and a turn through the real binary.
@@ -34,7 +34,9 @@ console.log(JSON.stringify({ bad, good, outcome: done.outcome, text: turn.text, 
 test("npm pack gives a package another project installs and uses by name", async (t) => {
   const out = mkdtempSync(join(tmpdir(), "magi-pack-"));
   t.after(() => rmSync(out, { recursive: true, force: true }));
-  const { stdout } = await run("npm", ["pack", "--silent", "--pack-destination", out], {
+  // `--ignore-scripts`: dist/ is built already (`npm run build` runs before `npm test`), and
+  // a `prepack` rebuild would remove dist/ under the other test files running beside this one.
+  const { stdout } = await run("npm", ["pack", "--silent", "--ignore-scripts", "--pack-destination", out], {
     cwd: pkg,
     maxBuffer: 16 * 1024 * 1024,
   });
