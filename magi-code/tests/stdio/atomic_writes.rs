@@ -50,11 +50,13 @@ fn write_file_killed_at_any_point_leaves_the_old_or_the_new_content() {
         let (mut s, sid) = start_session(&env, &[]);
         start_turn(&mut s, &sid, "write it");
         if i % 4 != 0 {
-            // Mostly while the tool runs: after its `activity` started, at varied delays. The
-            // delay only spreads the kill over the write; old-or-new must hold at any point.
+            // Mostly while the tool runs: after its `activity` started, spread by a varied
+            // number of yields (no clock): old-or-new must hold at any point of the write.
             let (started, _) = until_match(&mut s, is_event("activity"));
             assert_eq!(started["data"]["state"], "started");
-            std::thread::sleep(Duration::from_micros((i * 211) % 4_000));
+            for _ in 0..(i * 211) % 4_000 {
+                std::thread::yield_now();
+            }
         }
         s.crash();
         let got = fs::read(&file).unwrap();

@@ -530,9 +530,17 @@ fn a_prompt_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     use_script(
         home.path(),
         r#"{"turns":[
-            {"steps":[{"text":"first reply, slowly"},{"sleep_ms":2500},{"text":" and done\n"}]},
+            {"steps":[{"text":"first reply, slowly"},
+                      {"tool":{"name":"shell","input":{"command":"while [ ! -e go ]; do sleep 0.05; done"}}},
+                      {"text":" and done\n"}]},
             {"steps":[{"text":"the QUEUED prompt was answered\n"}]}]}"#,
     );
+    // The first turn lasts until the test creates `go` (no timer decides it).
+    let path = home.path().join("settings.json");
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    settings["tools"] = serde_json::json!({"shell": "allow"});
+    std::fs::write(&path, settings.to_string()).unwrap();
     let mut screens = Vec::new();
     let mut tty = Tty::spawn(home.path(), cwd.path(), &[]);
     tty.wait_for("/help for commands");
@@ -542,6 +550,7 @@ fn a_prompt_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     let s = tty.wait_for("queued › and then this");
     assert!(s.contains("(sent when the turn ends)"), "{s}");
     capture(&mut screens, "a prompt queued during a turn", &s);
+    std::fs::write(cwd.path().join("go"), "").unwrap();
     let s = tty.wait("the queued prompt's turn", |s| {
         s.contains("the QUEUED prompt was answered") && s.matches("done in").count() == 2
     });

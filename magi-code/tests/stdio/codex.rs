@@ -2,7 +2,7 @@
 //! loopback fakes for the token endpoint and the Responses endpoint, JWTs built here, an
 //! `auth.json` in a temporary `CODEX_HOME`.
 
-use crate::common::fake_llm::{FakeLlm, Reply, Seen};
+use crate::common::fake_llm::{FakeLlm, Hold, Reply, Seen};
 use crate::common::responses_sse::{completed, ev, text};
 use crate::common::{
     assert_error, assert_failed_status, diagnostic_codes, events, init_params, result, run_turn,
@@ -338,8 +338,9 @@ fn model_refresh_reads_get_models_with_the_turn_headers_but_session_id() {
 fn two_children_refreshing_at_once_send_one_grant_and_both_work() {
     let llm = FakeLlm::start(vec![text("one"), text("two")]);
     let (mut reply, new_access) = granted("shared");
-    // A slow answer keeps the first refresh open while the other child wants one too.
-    reply.pause = Duration::from_millis(500);
+    // A held answer keeps the first refresh open while the other child wants one too.
+    let hold = Hold::default();
+    reply.hold = Some(hold.clone());
     let tokens = FakeLlm::start(vec![reply]);
     let old = jwt(20, "both");
     let (env, path) = codex_env(&llm, &tokens.base, Some(&auth_json(&old, "rt-once")));
@@ -348,6 +349,9 @@ fn two_children_refreshing_at_once_send_one_grant_and_both_work() {
     let ra = crate::common::start_turn(&mut a, &sa, "from a");
     let rb = crate::common::start_turn(&mut b, &sb, "from b");
     assert!(!ra.is_empty() && !rb.is_empty());
+    // One grant request is open (the other child waits for its lock): answer it now.
+    assert_eq!(tokens.next(WAIT).body["refresh_token"], "rt-once");
+    hold.release();
     for s in [&mut a, &mut b] {
         let frames = crate::common::until_finished(s);
         assert_eq!(
@@ -356,8 +360,6 @@ fn two_children_refreshing_at_once_send_one_grant_and_both_work() {
             "{frames:#?}"
         );
     }
-    let grant = tokens.next(WAIT);
-    assert_eq!(grant.body["refresh_token"], "rt-once");
     assert!(tokens.drain().is_empty(), "exactly one refresh grant");
     let bearer = format!("Bearer {new_access}");
     for _ in 0..2 {
@@ -381,8 +383,9 @@ fn two_children_refreshing_at_once_send_one_grant_and_both_work() {
 fn a_refresh_once_sent_is_finished_and_stored_when_the_turn_is_cancelled() {
     let llm = FakeLlm::start(vec![text("after")]);
     let (mut reply, new_access) = granted("late");
-    // The answer comes well after the cancel.
-    reply.pause = Duration::from_millis(1_500);
+    // The answer is held until the cancel is over.
+    let hold = Hold::default();
+    reply.hold = Some(hold.clone());
     let tokens = FakeLlm::start(vec![reply]);
     let old = jwt(10, "cancelled");
     let (env, path) = codex_env(&llm, &tokens.base, Some(&auth_json(&old, "rt-sent")));
@@ -395,6 +398,7 @@ fn a_refresh_once_sent_is_finished_and_stored_when_the_turn_is_cancelled() {
         took < Duration::from_millis(1_000),
         "cancel waited for the refresh: {took:?}"
     );
+    hold.release();
     // The next turn uses what the cancelled run's refresh stored: no second grant.
     let frames = run_turn(&mut s, &sid, "again");
     assert_eq!(frames.last().unwrap()["data"]["outcome"], "completed");

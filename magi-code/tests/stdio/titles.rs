@@ -5,7 +5,7 @@
 //! by a history entry, and leaves the `run.finished` revision valid. Failure is silent; a
 //! failed title is asked again after the next completed turn, three times in all.
 
-use crate::common::fake_llm::{chat_text, FakeLlm, Reply};
+use crate::common::fake_llm::{chat_text, FakeLlm, Hold, Reply};
 use crate::common::{fake_llm_env, result, sessions_dir, start_turn, until_finished, Env, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -67,8 +67,10 @@ fn page(s: &mut Server, id: &str, sid: &str, revision: &Value) -> Value {
 #[test]
 fn the_title_request_follows_run_finished_and_its_record_keeps_the_revision() {
     let answer = format!("\"T{}\"\nsecond line", "a".repeat(50));
+    // The title's answer is held until the pages before it are read.
+    let hold = Hold::default();
     let title = Reply {
-        pause: Duration::from_millis(400),
+        hold: Some(hold.clone()),
         ..chat_text(&[&answer])
     };
     let llm = FakeLlm::with_titles(
@@ -82,6 +84,7 @@ fn the_title_request_follows_run_finished_and_its_record_keeps_the_revision() {
     let before = page(&mut s, "p1", &sid, &fin["revision"]);
 
     let req = llm.next_title(WAIT).expect("a title request");
+    hold.release();
     assert!(
         req.at.duration_since(finished_at) < Duration::from_secs(1),
         "within 1 s after run.finished"

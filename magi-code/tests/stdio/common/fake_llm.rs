@@ -9,9 +9,32 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// A reply held back until [`Hold::release`]: its request has arrived and is answered only
+/// when the test says so.
+#[derive(Debug, Clone, Default)]
+pub struct Hold(Arc<(Mutex<bool>, Condvar)>);
+
+impl Hold {
+    /// Lets every reply held by this go.
+    pub fn release(&self) {
+        let (open, changed) = &*self.0;
+        *open.lock().unwrap() = true;
+        changed.notify_all();
+    }
+
+    /// Waits for the release (bounded, so a test that failed before releasing leaves no
+    /// server thread behind for long).
+    fn wait(&self) {
+        let (open, changed) = &*self.0;
+        let guard = open.lock().unwrap();
+        let limit = Duration::from_secs(120);
+        let _ = changed.wait_timeout_while(guard, limit, |open| !*open);
+    }
+}
 
 /// What the fake server answers one request with.
 #[derive(Debug, Clone)]
@@ -20,10 +43,11 @@ pub struct Reply {
     pub status: u16,
     /// Extra response headers.
     pub headers: Vec<(String, String)>,
-    /// SSE text, sent as chunks in this order (each flushed; `pause` between them).
+    /// SSE text, sent as chunks in this order (each flushed).
     pub chunks: Vec<String>,
-    /// Wait between chunks.
-    pub pause: Duration,
+    /// When set, the answer waits until the test releases it: the test, not a timer, says
+    /// when a slow provider answers.
+    pub hold: Option<Hold>,
     /// After the chunks, send nothing more and keep the connection open until the client
     /// closes it (a silent stall).
     pub stall: bool,
@@ -39,7 +63,7 @@ impl Reply {
             status: 200,
             headers: Vec::new(),
             chunks,
-            pause: Duration::ZERO,
+            hold: None,
             stall: false,
             cut: false,
         }
@@ -52,7 +76,7 @@ impl Reply {
             status,
             headers: Vec::new(),
             chunks: vec![body.to_string()],
-            pause: Duration::ZERO,
+            hold: None,
             stall: false,
             cut: false,
         }
@@ -268,11 +292,10 @@ fn serve(
     if w.write_all(head.as_bytes()).is_err() {
         return;
     }
+    if let Some(hold) = &reply.hold {
+        hold.wait();
+    }
     for c in &reply.chunks {
-        if !reply.pause.is_zero() {
-            // A slow provider, as a script asks: the fake's pacing, not a timer under test.
-            thread::sleep(reply.pause);
-        }
         let b = c.as_bytes();
         if write!(w, "{:x}\r\n", b.len()).is_err()
             || w.write_all(b).is_err()
