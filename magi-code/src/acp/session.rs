@@ -4,7 +4,7 @@
 //! and its approvals into `session/request_permission` requests.
 
 use super::config;
-use super::map::{self, PromptError};
+use super::map;
 use super::rpc::{self, code};
 use crate::client::{Client, ClientError, Turn, Update};
 use crate::wire::events::ApprovalRequestedData;
@@ -282,8 +282,8 @@ struct Session {
 /// What one running turn keeps.
 #[derive(Default)]
 struct Live {
-    /// Running tools by activity: their name (for the permission's tool call).
-    running: Vec<(String, String)>,
+    /// Running tool calls, in start order (a permission is the last one's).
+    running: Vec<String>,
     /// Tools whose location was sent.
     located: Vec<String>,
     /// The last proposed diff, by activity.
@@ -326,7 +326,7 @@ impl Session {
         let fail = |s: &Self, code: i64, msg: &str| s.ctx.send(rpc::error(id, code, msg));
         let text = match map::prompt_text(prompt) {
             Ok(t) => t,
-            Err(e @ (PromptError::Invalid | PromptError::Unsupported | PromptError::TooLong)) => {
+            Err(e) => {
                 fail(self, code::INVALID_PARAMS, e.message());
                 return false;
             }
@@ -469,7 +469,7 @@ impl Session {
                 let id = &a.activity_id;
                 match map::word(&a.state).as_str() {
                     "started" => {
-                        live.running.push((id.clone(), a.name.clone()));
+                        live.running.push(id.clone());
                         let kind = match map::word(&a.kind).as_str() {
                             "tool" => map::tool_kind(&a.name),
                             _ => "think",
@@ -478,7 +478,7 @@ impl Session {
                             .update(&sid, map::tool_call(id, &a.summary, kind, "in_progress"));
                     }
                     state => {
-                        live.running.retain(|(r, _)| r != id);
+                        live.running.retain(|r| r != id);
                         self.withdraw(live, Some(id));
                         let fields = json!({"status": state, "title": a.summary});
                         self.ctx.update(&sid, map::tool_update(id, fields));
@@ -529,7 +529,7 @@ impl Session {
         let call_id = live
             .running
             .last()
-            .map_or_else(|| a.approval_id.clone(), |(id, _)| id.clone());
+            .map_or_else(|| a.approval_id.clone(), Clone::clone);
         let mut tool = json!({"toolCallId": call_id, "title": a.summary, "status": "pending"});
         if let Some((activity, diff)) = &live.diff {
             if *activity == call_id {

@@ -608,3 +608,23 @@ fn a_session_whose_backend_died_ends_and_loads_again() {
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     assert_eq!(a.end(), 0);
 }
+
+#[test]
+fn sixteen_sessions_run_at_once_and_a_seventeenth_is_refused() {
+    let mut a = Acp::start();
+    a.initialize();
+    let cwd = a.cwd.path().to_str().unwrap().to_owned();
+    for id in 0..16u64 {
+        let r = a.call(
+            100 + id,
+            "session/new",
+            json!({"cwd": cwd, "mcpServers": []}),
+        );
+        assert!(r["result"]["sessionId"].is_string(), "session {id}: {r}");
+    }
+    assert_eq!(children(a.child.id()).len(), 16, "one child each");
+    let r = a.call(116, "session/new", json!({"cwd": cwd, "mcpServers": []}));
+    assert_eq!(error_code(&r), -32603, "{r}");
+    assert_eq!(children(a.child.id()).len(), 16, "no seventeenth child");
+    assert_eq!(a.end(), 0);
+}
